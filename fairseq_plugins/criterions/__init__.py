@@ -1,0 +1,1 @@
+"""Registered criterions (imported for their ``register_criterion`` side effects)."""

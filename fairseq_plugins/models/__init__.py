@@ -1,0 +1,1 @@
+"""Registered models (imported for their ``register_model`` side effects)."""

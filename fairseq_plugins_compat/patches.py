@@ -1,0 +1,140 @@
+"""Shims applied to fairseq 0.12.2 modules right after they are imported.
+
+Each ``patch_*`` function is called by the post-import hook of
+:mod:`fairseq_plugins_compat.startup` with the freshly imported module, checks the
+version that needs it and is a no-op elsewhere.  The README lists each with its reason.
+"""
+import logging
+import types
+
+import torch
+
+from fairseq_plugins_compat import checkpoint_loading
+
+logger = logging.getLogger(__name__)
+
+BT_PARAMETER_NAMES = (
+    "in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias",
+    "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias",
+)
+
+
+def is_fairseq_0_12():
+    import fairseq
+
+    return fairseq.__version__.startswith("0.12.")
+
+
+# -- checkpoints: safe torch.load on torch >= 2.6, and the checkpoint's own --user-dir --------
+
+class _TorchWithSafeLoad(types.ModuleType):
+    """Stands in for ``torch`` inside ``fairseq.checkpoint_utils`` only: ``load`` is the
+    allowlisted safe loader, every other attribute is torch's own."""
+
+    def __init__(self):
+        super().__init__("torch")
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
+
+    @staticmethod
+    def load(f, map_location=None, **_ignored):
+        path = getattr(f, "name", "<checkpoint>")
+        state = checkpoint_loading.safe_load(f, map_location=map_location, path=path)
+        if not isinstance(state, dict) or "model" not in state:
+            raise checkpoint_loading.CheckpointError(
+                f"{path}: not a fairseq checkpoint (expected a dict with a 'model' entry)"
+            )
+        return state
+
+
+def _import_saved_user_dir(state):
+    """fairseq does not import the ``--user-dir`` a checkpoint was trained with."""
+    from fairseq import utils
+
+    cfg = state.get("cfg") if isinstance(state, dict) else None
+    common = cfg.get("common") if cfg is not None else None
+    if common is not None and common.get("user_dir"):
+        try:
+            utils.import_user_module(common)
+        except (FileNotFoundError, ImportError):
+            logger.warning("could not import the checkpoint's user dir %s", common.get("user_dir"))
+
+
+def patch_checkpoint_utils(module):
+    if checkpoint_loading.needs_safe_loading_shim():
+        module.torch = _TorchWithSafeLoad()
+    if not is_fairseq_0_12():
+        return
+    original = module.load_checkpoint_to_cpu
+
+    def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
+        state = original(path, arg_overrides, load_on_all_ranks)
+        _import_saved_user_dir(state)
+        return state
+
+    load_checkpoint_to_cpu.__doc__ = original.__doc__
+    module.load_checkpoint_to_cpu = load_checkpoint_to_cpu
+
+
+# -- encoder layer: BetterTransformer fast path ----------------------------------------------
+
+def needs_encoder_fastpath_shim(version=None):
+    """fairseq's BT path crashes ("Mask Type should be defined") from torch 2.0 on."""
+    return checkpoint_loading.torch_version_tuple(version) >= (2, 0)
+
+
+def patch_transformer_layer(module):
+    """Turn off the BetterTransformer fast path of ``TransformerEncoderLayerBase`` and
+    drop its eight duplicate parameters, which never receive gradients (they break DDP
+    with ``find_unused_parameters=False`` and double the encoder's size on disk).
+    Checkpoints that carry them (stock fairseq saves them) still load."""
+    if not needs_encoder_fastpath_shim():
+        return
+    layer_cls = module.TransformerEncoderLayerBase
+    original_init = layer_cls.__init__
+
+    def __init__(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        for name in BT_PARAMETER_NAMES:
+            delattr(self, name)
+        self.BT_version = False
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        for name in BT_PARAMETER_NAMES:
+            state_dict.pop(prefix + name, None)
+        torch.nn.Module._load_from_state_dict(self, state_dict, prefix, *args, **kwargs)
+
+    layer_cls.__init__ = __init__
+    layer_cls._load_from_state_dict = _load_from_state_dict
+
+
+# -- distributed training on CPU (gloo) ------------------------------------------------------
+
+def needs_cpu_ddp_shim(version=None):
+    """torch 2.x rejects ``device_ids`` for a CPU module; fairseq always passes them."""
+    return checkpoint_loading.torch_version_tuple(version) >= (2, 0)
+
+
+def patch_distributed_model(module):
+    if not needs_cpu_ddp_shim():
+        return
+
+    class DistributedDataParallel(module.DistributedDataParallel):
+        """torch's DDP, minus ``device_ids``/``output_device`` for a module on the CPU."""
+
+        def __init__(self, module, device_ids=None, output_device=None, **kwargs):
+            if all(p.device.type == "cpu" for p in module.parameters()):
+                device_ids = output_device = None
+            super().__init__(module, device_ids=device_ids, output_device=output_device, **kwargs)
+
+    module.DistributedDataParallel = DistributedDataParallel
+
+
+# -- fairseq-score ---------------------------------------------------------------------------
+
+def patch_score_cli(module):
+    from fairseq_plugins_compat import score
+
+    if score.needs_score_shim():
+        module.cli_main = score.make_cli_main(module.get_parser)

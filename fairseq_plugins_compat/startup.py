@@ -1,0 +1,120 @@
+"""Interpreter-start hook: installed as ``fairseq_plugins_compat.pth`` in site-packages.
+
+fairseq 0.12.2 breaks on today's Python/torch *before* any ``--user-dir`` is read
+(``import fairseq`` fails on Python >= 3.11), so its shims must be active from
+interpreter start.  This module is imported by the ``.pth`` file for every Python
+process of the environment, so it stays tiny: it imports nothing heavy and only
+
+1. lets fairseq's/hydra's dataclass configs keep their instance defaults on 3.11+;
+2. registers post-import hooks that patch fairseq modules when (and only when)
+   they are first imported (see :mod:`fairseq_plugins_compat.patches`).
+"""
+import dataclasses
+import importlib.abc
+import importlib.util
+import sys
+
+_CONFIG_MODULE_PREFIXES = ("fairseq", "hydra", "fairseq_cli", "fairseq_plugins")
+
+
+def needs_dataclass_default_shim(version=sys.version_info):
+    """Python 3.11 rejects unhashable (e.g. dataclass-instance) field defaults."""
+    return version >= (3, 11)
+
+
+def _allow_dataclass_instance_defaults(original_get_field):
+    """Wrap ``dataclasses._get_field`` so a config class of fairseq/hydra may use a
+    dataclass *instance* as default, as it could before 3.11.  The default stays a
+    real ``field.default`` (fairseq's ``hydra_init`` reads it), unlike a
+    ``default_factory`` rewrite would."""
+
+    def _get_field(cls, a_name, a_type, *args):
+        default = getattr(cls, a_name, dataclasses.MISSING)
+        if isinstance(default, dataclasses.Field):
+            default = default.default
+        default_cls = type(default)
+        if (
+            getattr(cls, "__module__", "").startswith(_CONFIG_MODULE_PREFIXES)
+            and dataclasses.is_dataclass(default_cls)
+            and default_cls.__hash__ is None
+        ):
+            default_cls.__hash__ = object.__hash__  # only while the field is checked
+            try:
+                return original_get_field(cls, a_name, a_type, *args)
+            finally:
+                default_cls.__hash__ = None
+        return original_get_field(cls, a_name, a_type, *args)
+
+    _get_field.__wrapped__ = original_get_field
+    return _get_field
+
+
+class _PostImportHook(importlib.abc.MetaPathFinder):
+    """Runs ``callback(module)`` right after the named module is first executed."""
+
+    def __init__(self, callbacks):
+        self.callbacks = callbacks  # module name -> callable(module)
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self.callbacks:
+            return None
+        sys.meta_path.remove(self)  # find the real spec without recursing into us
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return None
+        exec_module = spec.loader.exec_module
+        callback = self.callbacks[fullname]
+
+        def exec_and_patch(module):
+            exec_module(module)
+            callback(module)
+
+        spec.loader.exec_module = exec_and_patch
+        return spec
+
+
+def _run_patch(name):
+    def callback(module):
+        from fairseq_plugins_compat import patches
+
+        getattr(patches, name)(module)
+
+    return callback
+
+
+def _one_line_excepthook(previous_hook):
+    """Print the project's user-facing errors (``PluginError``) as one line, no traceback."""
+
+    def excepthook(exc_type, exc, tb):
+        if getattr(exc_type, "one_line_error", False):
+            prog = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "fairseq"
+            print(f"{prog}: error: {exc}", file=sys.stderr)
+            return
+        previous_hook(exc_type, exc, tb)
+
+    excepthook.one_line = True
+    return excepthook
+
+
+def install():
+    """Activate every shim; safe to call more than once."""
+    if not getattr(sys.excepthook, "one_line", False):
+        sys.excepthook = _one_line_excepthook(sys.excepthook)
+    if needs_dataclass_default_shim() and not hasattr(dataclasses._get_field, "__wrapped__"):
+        dataclasses._get_field = _allow_dataclass_instance_defaults(dataclasses._get_field)
+    if any(isinstance(finder, _PostImportHook) for finder in sys.meta_path):
+        return
+    sys.meta_path.insert(
+        0,
+        _PostImportHook(
+            {
+                "fairseq.checkpoint_utils": _run_patch("patch_checkpoint_utils"),
+                "fairseq.modules.transformer_layer": _run_patch("patch_transformer_layer"),
+                "fairseq.models.distributed_fairseq_model": _run_patch("patch_distributed_model"),
+                "fairseq_cli.score": _run_patch("patch_score_cli"),
+            }
+        ),
+    )

@@ -1,0 +1,98 @@
+"""Shared fixtures: tiny synthetic corpora and models, trained with the real console scripts.
+
+Every test runs with one torch thread (a 2-core machine slows down many times over when
+torch oversubscribes threads under load), set here before torch is imported.
+"""
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
+BIN_DIR = Path(sys.executable).parent
+REPO = Path(__file__).resolve().parents[1]
+PLUGIN_DIR = REPO / "fairseq_plugins"  # pass as --user-dir: the working tree's plugin
+TINY_TRANSFORMER = [
+    "--arch", "transformer", "--encoder-layers", "2", "--decoder-layers", "2",
+    "--encoder-embed-dim", "32", "--decoder-embed-dim", "32",
+    "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64",
+    "--encoder-attention-heads", "2", "--decoder-attention-heads", "2",
+    "--share-all-embeddings", "--dropout", "0.1",
+]
+TRAIN_FLAGS = [
+    "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "10",
+    "--max-tokens", "1000", "--no-progress-bar", "--log-interval", "10", "--seed", "1", "--cpu",
+    "--num-workers", "0",
+]
+
+
+def cli(name):
+    """Path of an installed console script (``fairseq-train`` etc.)."""
+    path = BIN_DIR / name
+    return str(path) if path.exists() else shutil.which(name)
+
+
+def run_cli(name, *args, input=None, env=None, check=True, cwd=None):
+    """Run a console script; return the CompletedProcess (stdout+stderr text)."""
+    pythonpath = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    full_env = {**os.environ, "PYTHONPATH": pythonpath, **(env or {})}
+    proc = subprocess.run(
+        [cli(name), *map(str, args)], input=input, env=full_env, cwd=cwd,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{name} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+def write_reverse_corpus(directory, sizes=(("train", 600), ("valid", 40), ("test", 24)), seed=0, vocab=24, max_len=10):
+    """Source: random words; target: the same words reversed (a task tiny models learn)."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(vocab)]
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, n in sizes:
+        with open(directory / f"{split}.src", "w") as fs, open(directory / f"{split}.tgt", "w") as ft:
+            for _ in range(n):
+                sent = [rng.choice(words) for _ in range(rng.randint(1, max_len))]
+                fs.write(" ".join(sent) + "\n")
+                ft.write(" ".join(reversed(sent)) + "\n")
+    return directory
+
+
+def preprocess(raw_dir, dest_dir):
+    run_cli(
+        "fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt",
+        "--trainpref", f"{raw_dir}/train", "--validpref", f"{raw_dir}/valid", "--testpref", f"{raw_dir}/test",
+        "--destdir", dest_dir, "--joined-dictionary", "--workers", "1",
+    )
+    return Path(dest_dir)
+
+
+def train(data_dir, save_dir, max_update=60, extra=()):
+    run_cli("fairseq-train", data_dir, *TINY_TRANSFORMER, *TRAIN_FLAGS, "--max-update", max_update,
+            "--save-dir", save_dir, *extra)
+    return Path(save_dir) / "checkpoint_last.pt"
+
+
+@pytest.fixture(scope="session")
+def reverse_data(tmp_path_factory):
+    """Binarized synthetic reverse-task corpus (joined dictionary)."""
+    root = tmp_path_factory.mktemp("reverse")
+    raw = write_reverse_corpus(root / "raw")
+    return preprocess(raw, root / "bin")
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(reverse_data, tmp_path_factory):
+    """A 2-layer post-norm transformer trained a few dozen updates on ``reverse_data``."""
+    return train(reverse_data, tmp_path_factory.mktemp("ckpt"), max_update=60)
