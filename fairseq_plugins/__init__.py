@@ -2,7 +2,7 @@
 decoding.  Use it with ``--user-dir fairseq_plugins``.
 
 fairseq auto-imports only ``tasks/`` and ``models/`` of a user dir; everything else that
-registers itself (criterions, decoders) is imported here.
+registers itself (criterions, decoders) is imported here, decoders before the task.
 """
 import fairseq_plugins_compat  # noqa: F401  (shims; normally already active via the .pth)
 

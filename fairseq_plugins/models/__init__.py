@@ -1,1 +1,4 @@
-"""Registered models (imported for their ``register_model`` side effects)."""
+"""Registered models: every module in this folder is imported (and so registered)."""
+from fairseq_plugins.autoimport import import_submodules
+
+import_submodules(__name__, __path__)

@@ -1,2 +1,4 @@
-"""Registered tasks (fairseq also auto-imports this folder for ``--user-dir``)."""
-from fairseq_plugins.tasks import speculative_translation  # noqa: F401
+"""Registered tasks: every module in this folder is imported (and so registered)."""
+from fairseq_plugins.autoimport import import_submodules
+
+import_submodules(__name__, __path__)
