@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Multi30k (Task 1) en-de: joint sentencepiece + fairseq-preprocess (joined dictionary).
+#   bash recipes/data/prepare-multi30k.sh
+# Reads the raw (untokenized, cased) files from MULTI30K_DIR/raw/{train,val,test_2016_flickr,
+# test_2017_flickr}.{en,de}; downloads them from the official repository when missing.
+# Output (OUT_DIR):
+#   raw/{train,valid,test,test1}.{en,de}   plain text; test/test1 are the sacreBLEU references
+#   spm/spm.model, spm/{split}.{en,de}     joint sentencepiece model, encoded text
+#   dict.*.txt, {split}.en-de.*.{bin,idx}  binarized data (valid=val, test=test2016, test1=test2017)
+# Stages whose outputs exist are skipped (delete them to redo).
+set -euo pipefail
+. "$(dirname "$0")/../lib/common.sh"
+
+MULTI30K_DIR=${MULTI30K_DIR:-$REPO/../shared/data/multi30k}   # local copy (has raw/)
+MULTI30K_URL=${MULTI30K_URL:-https://github.com/multi30k/dataset/raw/master/data/task1/raw}
+OUT_DIR=${OUT_DIR:-/work/runs/multi30k}
+SRC=${SRC:-en}
+TGT=${TGT:-de}
+VOCAB_SIZE=${VOCAB_SIZE:-8000}       # joint sentencepiece vocabulary
+SPM_TYPE=${SPM_TYPE:-unigram}        # unigram | bpe
+WORKERS=${WORKERS:-1}                # fairseq-preprocess workers
+DRY_LINES=${DRY_LINES:-200}          # DRY_RUN=1: lines kept per split
+if [ "$DRY_RUN" = 1 ]; then VOCAB_SIZE=${DRY_VOCAB_SIZE:-300}; SPM_FLAGS=${SPM_FLAGS:---soft-vocab-limit}; fi
+
+# official split name -> fairseq split name
+declare -A SPLITS=([train]=train [val]=valid [test_2016_flickr]=test [test_2017_flickr]=test1)
+RAW=$OUT_DIR/raw
+mkdir -p "$RAW"
+
+# 1. raw text (local copy, else download)
+for name in "${!SPLITS[@]}"; do
+  for lang in "$SRC" "$TGT"; do
+    dest=$RAW/${SPLITS[$name]}.$lang
+    all_exist "$dest" && continue
+    if [ -s "$MULTI30K_DIR/raw/$name.$lang" ]; then src_file=$MULTI30K_DIR/raw/$name.$lang
+    else
+      mkdir -p "$OUT_DIR/download"
+      src_file=$OUT_DIR/download/$name.$lang
+      all_exist "$src_file" || { fetch "$MULTI30K_URL/$name.$lang.gz" "$src_file.gz" && gunzip -f "$src_file.gz"; }
+    fi
+    if [ "$DRY_RUN" = 1 ]; then head -n "$DRY_LINES" "$src_file" > "$dest"; else cp "$src_file" "$dest"; fi
+  done
+done
+log "raw: $(wc -l < "$RAW/train.$SRC") train / $(wc -l < "$RAW/valid.$SRC") valid / $(wc -l < "$RAW/test.$SRC") test / $(wc -l < "$RAW/test1.$SRC") test1"
+
+# 2. joint sentencepiece (learned on train, both sides) and encoding
+spm_learn_encode "$OUT_DIR/spm" "$VOCAB_SIZE" "$SPM_TYPE" "$RAW/train.$SRC,$RAW/train.$TGT" \
+  "$RAW" "$OUT_DIR/spm" train valid test test1 -- "$SRC" "$TGT"
+
+# 3. binarize with one joined dictionary
+if ! all_exist "$OUT_DIR/dict.$SRC.txt" "$OUT_DIR/test1.$SRC-$TGT.$TGT.bin"; then
+  fairseq-preprocess --source-lang "$SRC" --target-lang "$TGT" --joined-dictionary \
+    --trainpref "$OUT_DIR/spm/train" --validpref "$OUT_DIR/spm/valid" \
+    --testpref "$OUT_DIR/spm/test,$OUT_DIR/spm/test1" --destdir "$OUT_DIR" --workers "$WORKERS"
+fi
+log "done: $OUT_DIR (dictionary $(wc -l < "$OUT_DIR/dict.$SRC.txt") types)"

@@ -1,0 +1,52 @@
+# Shared helpers for the recipes; source it:  . "$(dirname "$0")/lib/common.sh"
+# Defines REPO (repository root), log, have, done_or, python/fairseq wrappers.
+# shellcheck shell=bash
+REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+PYTHON=${PYTHON:-python}
+DRY_RUN=${DRY_RUN:-0}                          # 1: tiny slice, tiny model, CPU (see recipes/README.md)
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}   # torch oversubscribes small machines otherwise
+export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
+USER_DIR=${USER_DIR:-$REPO/fairseq_plugins}
+
+log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# all_exist FILE...: true when every file exists and is non-empty (stage outputs present -> skip)
+all_exist() { local f; for f in "$@"; do [ -s "$f" ] || return 1; done; }
+
+# console script from the active environment, else the module (e.g. a source checkout)
+average_checkpoints() {
+  if command -v fairseq-average-checkpoints >/dev/null; then fairseq-average-checkpoints "$@"
+  else "$PYTHON" -m fairseq_plugins.scripts.average_checkpoints "$@"; fi
+}
+
+# fetch URL DEST: download (curl or wget) to DEST atomically
+fetch() {
+  local url=$1 dest=$2
+  log "downloading $url"
+  if command -v curl >/dev/null; then curl -fSL --retry 3 -o "$dest.part" "$url"
+  else wget -q -O "$dest.part" "$url"; fi
+  mv "$dest.part" "$dest"
+}
+
+# spm_learn_encode SPM_DIR VOCAB TYPE TRAIN_FILES(comma list) IN_DIR OUT_DIR SPLIT... -- LANG...
+# learns one joint sentencepiece model (unless present) and encodes IN_DIR/SPLIT.LANG -> OUT_DIR/SPLIT.LANG
+spm_learn_encode() {
+  local spm_dir=$1 vocab=$2 type=$3 train=$4 in_dir=$5 out_dir=$6; shift 6
+  local splits=() langs=() split lang
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do splits+=("$1"); shift; done
+  shift; langs=("$@")
+  mkdir -p "$spm_dir" "$out_dir"
+  if ! all_exist "$spm_dir/spm.model"; then
+    log "learning sentencepiece ($type, vocab $vocab) on $train"
+    # shellcheck disable=SC2086  # SPM_FLAGS: extra spm.py train options, word-split
+    "$PYTHON" "$REPO/recipes/lib/spm.py" train --input "$train" --model-prefix "$spm_dir/spm" \
+      --vocab-size "$vocab" --model-type "$type" ${SPM_FLAGS:-}
+  fi
+  for split in "${splits[@]}"; do for lang in "${langs[@]}"; do
+    all_exist "$out_dir/$split.$lang" && continue
+    "$PYTHON" "$REPO/recipes/lib/spm.py" encode --model "$spm_dir/spm.model" \
+      < "$in_dir/$split.$lang" > "$out_dir/$split.$lang.tmp"
+    mv "$out_dir/$split.$lang.tmp" "$out_dir/$split.$lang"
+  done; done
+}
