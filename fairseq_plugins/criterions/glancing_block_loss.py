@@ -1,0 +1,105 @@
+"""``--criterion glancing_block_loss``: train the block drafter (SpecDec 3.1 + GLAT).
+
+For every sentence a prefix length p is drawn uniformly from {0, .., m} (m = target
+length without eos; p = m asks for the eos alone); the drafter predicts the next k gold
+tokens, positions past the target's eos are left out of the loss.  Glancing: a first
+pass without gradient drafts the block, its Hamming distance d to the gold block is
+counted, floor(ratio * d) random block positions are revealed with their gold tokens and
+the loss (label smoothed) is taken on the remaining ones.  The ratio anneals linearly
+(paper: 0.5 -> 0.3 over the run).  Validation draws prefixes with a fixed seed per
+batch and never glances, so ``glance_acc`` there is the drafter's block accuracy.
+"""
+import math
+from dataclasses import dataclass, field
+
+import torch
+from omegaconf import II
+
+from fairseq import metrics, utils
+from fairseq.criterions import FairseqCriterion, register_criterion
+from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
+from fairseq.dataclass import FairseqDataclass
+
+from fairseq_plugins.models import drafter_blocks
+
+
+@dataclass
+class GlancingBlockLossConfig(FairseqDataclass):
+    label_smoothing: float = field(default=0.1, metadata={"help": "label smoothing epsilon (paper: 0.1)"})
+    glance_ratio_start: float = field(default=0.5, metadata={"help": "glancing ratio at update 0 (paper: 0.5)"})
+    glance_ratio_end: float = field(default=0.3, metadata={"help": "glancing ratio at the end of the annealing (paper: 0.3)"})
+    glance_anneal_updates: int = field(
+        default=0, metadata={"help": "updates over which the ratio anneals linearly; 0: --max-update "
+                                     "(if that is 0 too, the ratio stays at the start value)"})
+    valid_seed: int = field(default=1, metadata={"help": "seed of the prefix lengths drawn in validation"})
+    max_update: int = II("optimization.max_update")
+
+
+@register_criterion("glancing_block_loss", dataclass=GlancingBlockLossConfig)
+class GlancingBlockLoss(FairseqCriterion):
+    def __init__(self, task, label_smoothing, glance_ratio_start, glance_ratio_end, glance_anneal_updates,
+                 valid_seed, max_update):
+        super().__init__(task)
+        self.eps = label_smoothing
+        self.ratio_start, self.ratio_end = glance_ratio_start, glance_ratio_end
+        self.anneal_updates = glance_anneal_updates or max_update or 0
+        self.valid_seed = valid_seed
+
+    def glance_ratio(self, num_updates):
+        return drafter_blocks.glance_ratio(num_updates, self.ratio_start, self.ratio_end, self.anneal_updates)
+
+    def draw_blocks(self, model, sample):
+        """prefix (B, P), prefix_lengths (B,), gold (B, k) for this batch; generator for glancing."""
+        target = sample["target"]
+        generator = None
+        if not model.training:
+            generator = torch.Generator().manual_seed(self.valid_seed * 1_000_003 + int(sample["id"].sum()))
+        p = drafter_blocks.sample_prefix_lengths(target, self.padding_idx, generator)
+        prefix, prefix_lengths, gold = drafter_blocks.make_blocks(
+            target, p, model.block_size, self.padding_idx, self.task.target_dictionary.eos())
+        return prefix, prefix_lengths, gold, generator
+
+    def forward(self, model, sample, reduce=True):
+        """Returns (loss summed over loss tokens, sample_size = #loss tokens, logging output)."""
+        prefix, prefix_lengths, gold, generator = self.draw_blocks(model, sample)
+        ratio = self.glance_ratio(getattr(model, "num_updates", 0)) if model.training else 0.0
+        net_input = sample["net_input"]
+        logits, extra = model(net_input["src_tokens"], net_input["src_lengths"], prefix,
+                              prefix_lengths=prefix_lengths, gold=gold, glance_ratio=ratio, generator=generator)
+        valid = gold.ne(self.padding_idx)
+        reveal = extra["reveal"] if extra["reveal"] is not None else torch.zeros_like(valid)
+        in_loss = valid & ~reveal
+        lprobs = utils.log_softmax(logits, dim=-1, onnx_trace=False)
+        loss, nll_loss = label_smoothed_nll_loss(lprobs[in_loss], gold[in_loss], self.eps, reduce=True)
+        n_loss = int(in_loss.sum())
+        if n_loss == 0:  # everything revealed (ratio 1 on a wrong block): keep the graph, no signal
+            loss = nll_loss = logits.sum() * 0.0
+        n_valid = int(valid.sum())
+        logging_output = {
+            "loss": loss.data, "nll_loss": nll_loss.data, "ntokens": n_valid, "nsentences": gold.size(0),
+            "sample_size": max(n_loss, 1), "n_correct": int((extra["first_pass"].eq(gold) & valid).sum()),
+            "n_revealed": int(reveal.sum()), "glance_ratio_sum": ratio * gold.size(0),
+        }
+        return loss, max(n_loss, 1), logging_output
+
+    @staticmethod
+    def reduce_metrics(logging_outputs) -> None:
+        def total(key):
+            return sum(log.get(key, 0) for log in logging_outputs)
+
+        sample_size, ntokens, nsentences = total("sample_size"), total("ntokens"), total("nsentences")
+        metrics.log_scalar("loss", total("loss") / max(sample_size, 1) / math.log(2), sample_size, round=3)
+        metrics.log_scalar("nll_loss", total("nll_loss") / max(sample_size, 1) / math.log(2), sample_size, round=3)
+        metrics.log_derived("ppl", lambda meters: utils.get_perplexity(meters["nll_loss"].avg))
+        metrics.log_scalar("_n_correct", total("n_correct"))
+        metrics.log_scalar("_n_valid", ntokens)
+        metrics.log_derived(
+            "glance_acc",
+            lambda meters: round(meters["_n_correct"].sum / max(meters["_n_valid"].sum, 1), 4),
+        )
+        metrics.log_scalar("glance_ratio", total("glance_ratio_sum") / max(nsentences, 1), nsentences, round=3)
+        metrics.log_scalar("revealed", total("n_revealed") / max(ntokens, 1), ntokens, round=3)
+
+    @staticmethod
+    def logging_outputs_can_be_summed() -> bool:
+        return True
