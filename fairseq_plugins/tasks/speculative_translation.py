@@ -1,6 +1,7 @@
 """``--task speculative_translation``: fairseq's translation task plus the options of
 the plugin's decoders; ``build_generator()`` dispatches on ``--decoding``."""
 from dataclasses import dataclass, field
+from typing import Optional
 
 from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
@@ -17,6 +18,22 @@ class SpeculativeTranslationConfig(TranslationConfig):
         default="beam",
         metadata={"help": "decoding algorithm: 'beam' is fairseq's own search (--beam N); "
                           "the others are the plugin's parallel decoders"},
+    )
+    drafter_path: Optional[str] = field(
+        default=None, metadata={"help": "block NAT drafter checkpoint (--decoding specdec, specdec++, drafter-only)"}
+    )
+    block_size: Optional[int] = field(
+        default=None,
+        metadata={"help": "tokens drafted per iteration; default: the drafter's training block size "
+                          "(specdec), the decoder's own default otherwise"},
+    )
+    beta: Optional[int] = field(
+        default=None, metadata={"help": "SpecDec++: a drafted token passes if among the verifier's top-beta "
+                                        "(default 1 for specdec, 3 for specdec++)"}
+    )
+    tau: Optional[float] = field(
+        default=None, metadata={"help": "SpecDec++: ... and its log-probability is within tau of the top-1 "
+                                        "(default 0 for specdec, 1.0 for specdec++; high-efficiency preset: --beta 5 --tau 3)"}
     )
 
 

@@ -1,0 +1,92 @@
+"""Acceptance rules, as small pure functions in the SpecDec paper's notation.
+
+All functions work on a batch of verification blocks:
+
+    drafts    d: (B, k)         drafted tokens d_1..d_k
+    lprobs    P: (B, k+1, V)    verifier log-probs; row j scores the token after d_<=j
+    cum0        : (B,)          cumulative score of the accepted prefix (fairseq's ``scores``)
+
+fairseq's ``SequenceGenerator`` with ``--beam 1`` picks, at every step, the top entry of
+``lprobs + cumulative score`` in float32.  Adding the cumulative score can round two
+close log-probs to a tie, so :func:`verifier_choices` reproduces that sum exactly.
+"""
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class GenerationLimits:
+    """The rules ``SequenceGenerator`` applies to log-probs before choosing a token."""
+
+    pad: int
+    unk: int
+    eos: int
+    min_len: int = 1
+    max_len: int = 200
+    unk_penalty: float = 0.0
+
+
+def apply_limits(lprobs: Tensor, steps: Tensor, limits: GenerationLimits) -> Tensor:
+    """Mask ``lprobs`` (B, m, V) in place as fairseq does at decoding step ``steps`` (B, m).
+
+    No pad, unk penalty, no EOS before ``min_len``, only EOS from ``max_len`` on.
+    """
+    lprobs[lprobs != lprobs] = -math.inf
+    lprobs[:, :, limits.pad] = -math.inf
+    lprobs[:, :, limits.unk] -= limits.unk_penalty
+    lprobs[:, :, limits.eos].masked_fill_(steps < limits.min_len, -math.inf)
+    at_max = steps >= limits.max_len  # (B, m)
+    if bool(at_max.any()):
+        eos_lprobs = lprobs[:, :, limits.eos].clone()
+        lprobs.masked_fill_(at_max.unsqueeze(-1), -math.inf)
+        lprobs[:, :, limits.eos] = torch.where(at_max, eos_lprobs, lprobs[:, :, limits.eos])
+    return lprobs
+
+
+def cumulative_scores(lprobs: Tensor, drafts: Tensor, cum0: Tensor) -> Tensor:
+    """Cumulative scores along the drafted path, summed one step at a time in float32.
+
+    Returns (B, k+1): column j is the score of the prefix extended by d_1..d_j.
+    """
+    picked = lprobs[:, :-1].gather(2, drafts.unsqueeze(-1)).squeeze(-1)  # (B, k)
+    cums = [cum0]
+    for j in range(drafts.size(1)):
+        cums.append(picked[:, j] + cums[-1])
+    return torch.stack(cums, dim=1)
+
+
+def verifier_choices(lprobs: Tensor, cum: Tensor):
+    """The verifier's greedy token after each drafted prefix, exactly as ``--beam 1``.
+
+    Args:
+        cum: (B, k+1) from :func:`cumulative_scores`.
+    Returns:
+        tokens (B, k+1) and their cumulative scores (B, k+1).
+    """
+    candidates = lprobs + cum.unsqueeze(-1)
+    # k=2 as fairseq's beam search with beam 1: ties break the same way
+    scores, tokens = candidates.topk(min(2, candidates.size(-1) - 1), dim=-1)
+    return tokens[:, :, 0], scores[:, :, 0]
+
+
+def leading_true(accepted: Tensor) -> Tensor:
+    """(B, k) bool -> (B,) length of the leading run of True."""
+    return accepted.long().cumprod(dim=1).sum(dim=1)
+
+
+def greedy_accept(drafts: Tensor, choices: Tensor) -> Tensor:
+    """Vanilla SpecDec (Eq. 4): d_j passes while it equals the verifier's greedy token."""
+    return drafts == choices[:, :-1]
+
+
+def top_beta_accept(drafts: Tensor, lprobs: Tensor, beta: int, tau: float) -> Tensor:
+    """SpecDec++ (Eq. 6-7), read against the verifier: d_j passes when it is among the
+    verifier's top-``beta`` tokens and log P(d_j) >= log P(top-1) - ``tau``."""
+    block = lprobs[:, :-1]  # (B, k, V)
+    top_values, top_tokens = block.topk(beta, dim=-1)
+    in_top_beta = (top_tokens == drafts.unsqueeze(-1)).any(dim=-1)
+    drafted = block.gather(2, drafts.unsqueeze(-1)).squeeze(-1)
+    return in_top_beta & (drafted >= top_values[:, :, 0] - tau)

@@ -1,0 +1,185 @@
+"""The one speculative decoding loop shared by SpecDec, SpecDec++, IAD and the Jacobi family.
+
+    encode once -> draft k tokens -> verify last accepted token + draft in ONE verifier
+    pass (KV cache) -> accept up to the bifurcation (+ the verifier's own token) ->
+    roll the cache back to the accepted length -> retire finished rows -> repeat
+
+The drafter is the only difference between the algorithms (see ``drafters``); with the
+greedy acceptance rule the output is token for token fairseq's ``--beam 1`` output.
+"""
+from dataclasses import dataclass, field
+from typing import Callable, List
+
+import torch
+from torch import Tensor
+
+from fairseq_plugins.decoding import acceptance
+from fairseq_plugins.decoding.incremental import VerifierCache
+from fairseq_plugins.decoding.stats import DecodingStats
+from fairseq_plugins_compat.errors import PluginError
+
+
+@dataclass
+class SpeculativeConfig:
+    """Decoding options; the length options mean what they mean to fairseq-generate."""
+
+    block_size: int = 25  # k: tokens drafted per iteration
+    beta: int = 1  # SpecDec++ top-beta (1 with tau 0: vanilla, lossless)
+    tau: float = 0.0  # SpecDec++ log-probability tolerance
+    max_len_a: float = 0.0
+    max_len_b: int = 200
+    min_len: int = 1
+    unk_penalty: float = 0.0
+    len_penalty: float = 1.0
+    normalize_scores: bool = True
+    extra: dict = field(default_factory=dict)  # drafter-specific options
+
+    @property
+    def lossless(self) -> bool:
+        return self.beta == 1 and self.tau == 0.0
+
+
+@dataclass
+class BatchState:
+    """Per-row decoding state of the rows still active.
+
+    tokens: (B, max_len + k + 3) accepted tokens, column 0 is EOS (the decoder's BOS), pad after.
+    lengths: (B,) filled columns of ``tokens``; the last one is not yet fed to the verifier.
+    cum: (B, max_len + k + 3) fairseq's cumulative score at each filled column (0 at column 0).
+    rows: (B,) index of each active row in the original batch.
+    """
+
+    tokens: Tensor
+    lengths: Tensor
+    cum: Tensor
+    rows: Tensor
+
+    def keep(self, keep_idx: Tensor):
+        self.tokens, self.lengths = self.tokens[keep_idx], self.lengths[keep_idx]
+        self.cum, self.rows = self.cum[keep_idx], self.rows[keep_idx]
+
+
+class SpeculativeGenerator:
+    """fairseq generator interface: ``generate(models, sample) -> List[List[hypothesis]]``."""
+
+    def __init__(self, verifier, tgt_dict, drafter, cfg: SpeculativeConfig, stats: DecodingStats = None):
+        self.verifier = verifier.eval()
+        self.drafter = drafter
+        self.cfg = cfg
+        self.pad, self.eos, self.unk = tgt_dict.pad(), tgt_dict.eos(), tgt_dict.unk()
+        self.max_positions = verifier.max_decoder_positions()
+        self.stats = stats or DecodingStats()
+        self.accept: Callable = self._greedy if cfg.lossless else self._top_beta
+
+    def _greedy(self, drafts, choices, lprobs):
+        return acceptance.greedy_accept(drafts, choices)
+
+    def _top_beta(self, drafts, choices, lprobs):
+        return acceptance.top_beta_accept(drafts, lprobs, self.cfg.beta, self.cfg.tau)
+
+    def limits(self, src_tokens: Tensor) -> acceptance.GenerationLimits:
+        max_len = min(int(self.cfg.max_len_a * src_tokens.size(1) + self.cfg.max_len_b), self.max_positions - 1)
+        if self.cfg.min_len > max_len:
+            raise PluginError(f"--min-len {self.cfg.min_len} is larger than the maximum output length {max_len}")
+        return acceptance.GenerationLimits(
+            pad=self.pad, unk=self.unk, eos=self.eos, min_len=self.cfg.min_len,
+            max_len=max_len, unk_penalty=self.cfg.unk_penalty,
+        )
+
+    @torch.no_grad()
+    def generate(self, models, sample, **kwargs) -> List[List[dict]]:
+        net_input = sample["net_input"]
+        src_tokens, src_lengths = net_input["src_tokens"], net_input["src_lengths"]
+        limits = self.limits(src_tokens)
+        bsz = src_tokens.size(0)
+        # 1. encode once (verifier and drafter)
+        encoder_out = self.verifier.encoder(src_tokens, src_lengths=src_lengths)
+        cache = VerifierCache(self.verifier, encoder_out, bsz, src_tokens.device)
+        self.drafter.start(src_tokens, src_lengths, limits.max_len)
+        width = limits.max_len + self.cfg.block_size + 3  # room for a whole block past max_len
+        state = BatchState(
+            tokens=src_tokens.new_full((bsz, width), self.pad).index_fill_(1, src_tokens.new_tensor([0]), self.eos),
+            lengths=src_tokens.new_ones(bsz),
+            cum=torch.zeros(bsz, width, device=src_tokens.device),
+            rows=torch.arange(bsz, device=src_tokens.device),
+        )
+        finished: List[List[dict]] = [[] for _ in range(bsz)]
+        trace = self.stats.start_batch(bsz)
+        while state.rows.numel() > 0:
+            # 2. draft at most up to max_len
+            k = max(0, min(self.cfg.block_size, limits.max_len - int(state.lengths.max()) + 1))
+            drafts = self.drafter.propose(state.tokens, state.lengths, k) if k > 0 else state.tokens[:, :0]
+            # 3. verify the pending token + the draft in one pass
+            lprobs, steps = self._verify(cache, state, drafts, limits)
+            # 4. accept up to the bifurcation, plus the verifier's own token there
+            new_tokens, new_cum, n_new, choices, done = self._accept(state, drafts, lprobs)
+            self.drafter.update(state.tokens, state.lengths, drafts, choices, n_new)
+            trace.record(state.rows, drafts, choices, n_new)
+            # 5. append, and roll the verifier cache back to what was accepted
+            self._append(state, new_tokens, new_cum, n_new)
+            cache.rollback(n_new, block_len=drafts.size(1) + 1)
+            # 6. retire finished rows
+            if bool(done.any()):
+                self._finalize(state, done, finished, trace)
+                keep_idx = (~done).nonzero().squeeze(1)
+                state.keep(keep_idx)
+                cache.keep_rows(keep_idx)
+                self.drafter.keep_rows(keep_idx)
+        self.stats.end_batch(trace)
+        return finished
+
+    def _verify(self, cache, state, drafts, limits):
+        """Run the verifier over [pending token, d_1..d_k]: log-probs (B, k+1, V)."""
+        pending = state.tokens.gather(1, (state.lengths - 1).unsqueeze(1))
+        block = torch.cat([pending, drafts], dim=1)
+        steps = (state.lengths - 1).unsqueeze(1) + torch.arange(block.size(1), device=block.device)
+        lprobs = cache.forward_block(block, steps + self.pad + 1)
+        return acceptance.apply_limits(lprobs, steps, limits), steps
+
+    def _accept(self, state, drafts, lprobs):
+        """New tokens (B, k+1), their cumulative scores (B, k+1), how many are new (B,
+        cut after the first EOS), the verifier's greedy choice after each drafted prefix
+        (B, k+1), and which rows are finished (B,)."""
+        current = state.cum.gather(1, (state.lengths - 1).unsqueeze(1)).squeeze(1)
+        cums = acceptance.cumulative_scores(lprobs, drafts, current)
+        choices, choice_cums = acceptance.verifier_choices(lprobs, cums)
+        n_accepted = acceptance.leading_true(self.accept(drafts, choices, lprobs))  # (B,)
+        at = n_accepted.unsqueeze(1)
+        new_tokens = torch.cat([drafts, drafts.new_full((drafts.size(0), 1), self.pad)], dim=1)
+        new_tokens.scatter_(1, at, choices.gather(1, at))
+        new_cum = torch.cat([cums[:, 1:], cums[:, :1]], dim=1)
+        new_cum.scatter_(1, at, choice_cums.gather(1, at))
+        n_new, done = self._cut_at_eos(new_tokens, n_accepted + 1)
+        return new_tokens, new_cum, n_new, choices, done
+
+    def _cut_at_eos(self, new_tokens, n_new):
+        offsets = torch.arange(new_tokens.size(1), device=new_tokens.device).unsqueeze(0)
+        is_eos = (new_tokens == self.eos) & (offsets < n_new.unsqueeze(1))
+        beyond = offsets.new_full(offsets.shape, new_tokens.size(1))
+        first_eos = torch.where(is_eos, offsets, beyond).min(dim=1).values
+        return torch.minimum(n_new, first_eos + 1), is_eos.any(dim=1)
+
+    def _append(self, state, new_tokens, new_cum, n_new):
+        """Write the first ``n_new[i]`` new tokens and scores of each row after its prefix."""
+        offsets = torch.arange(new_tokens.size(1), device=new_tokens.device).unsqueeze(0)
+        valid = offsets < n_new.unsqueeze(1)
+        columns = state.lengths.unsqueeze(1) + offsets
+        state.tokens.scatter_(1, columns, torch.where(valid, new_tokens, state.tokens.gather(1, columns)))
+        state.cum.scatter_(1, columns, torch.where(valid, new_cum, state.cum.gather(1, columns)))
+        state.lengths += n_new
+
+    def _finalize(self, state, done, finished, trace):
+        for i in done.nonzero().squeeze(1).tolist():
+            length = int(state.lengths[i])
+            cum = state.cum[i, 1:length]
+            positional = torch.cat([cum[:1], cum[1:] - cum[:-1]])
+            score = cum[-1] / (length - 1) ** self.cfg.len_penalty if self.cfg.normalize_scores else cum[-1]
+            row = int(state.rows[i])
+            finished[row] = [{
+                "tokens": state.tokens[i, 1:length].clone(),
+                "score": score,
+                "attention": torch.empty(0),
+                "alignment": torch.empty(0),
+                "positional_scores": positional,
+                **trace.row_summary(row),
+            }]

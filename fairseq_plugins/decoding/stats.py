@@ -1,0 +1,81 @@
+"""Per-sentence and per-run statistics of speculative decoding, and the draft/verify trace.
+
+``DecodingStats`` lives as long as the generator: every batch adds its sentences, and
+``summary()`` gives mean accepted tokens per iteration, mean iterations per sentence and
+the histogram of tokens gained per iteration.
+"""
+import collections
+import logging
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+from torch import Tensor
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TraceStep:
+    """One iteration of one sentence: what was drafted, what the verifier chose after
+    each drafted prefix, and how many tokens became final (drafts accepted + 1)."""
+
+    drafts: List[int]
+    choices: List[int]
+    gained: int
+
+
+@dataclass
+class BatchTrace:
+    keep_steps: bool
+    steps: Dict[int, List[TraceStep]] = field(default_factory=lambda: collections.defaultdict(list))
+    gained: Dict[int, List[int]] = field(default_factory=lambda: collections.defaultdict(list))
+
+    def record(self, rows: Tensor, drafts: Tensor, choices: Tensor, n_new: Tensor):
+        """rows (B,), drafts (B, k), choices (B, k+1), n_new (B,)."""
+        rows_list, n_list = rows.tolist(), n_new.tolist()
+        for i, (row, n) in enumerate(zip(rows_list, n_list)):
+            self.gained[row].append(n)
+            if self.keep_steps:
+                self.steps[row].append(TraceStep(drafts[i].tolist(), choices[i].tolist(), n))
+
+    def row_summary(self, row: int) -> dict:
+        """Extra hypothesis fields: ``steps`` (iterations, fairseq's --print-step) and gains."""
+        return {"steps": len(self.gained[row]), "accepted_per_iteration": list(self.gained[row])}
+
+
+class DecodingStats:
+    """Accumulates sentences over batches."""
+
+    def __init__(self, keep_trace: bool = False):
+        self.keep_trace = keep_trace
+        self.iterations: List[int] = []
+        self.histogram = collections.Counter()
+        self.traces: List[BatchTrace] = []
+
+    def start_batch(self, bsz: int) -> BatchTrace:
+        return BatchTrace(keep_steps=self.keep_trace)
+
+    def end_batch(self, trace: BatchTrace):
+        for gains in trace.gained.values():
+            self.iterations.append(len(gains))
+            self.histogram.update(gains)
+        if self.keep_trace:
+            self.traces.append(trace)
+
+    def summary(self) -> dict:
+        total_iterations = sum(self.iterations)
+        tokens = sum(g * c for g, c in self.histogram.items())
+        return {
+            "sentences": len(self.iterations),
+            "mean_iterations": total_iterations / max(1, len(self.iterations)),
+            "mean_accepted_per_iteration": tokens / max(1, total_iterations),
+            "histogram": dict(sorted(self.histogram.items())),
+        }
+
+    def log_summary(self, name: str):
+        if self.iterations:
+            s = self.summary()
+            logger.info(
+                f"{name}: {s['sentences']} sentences, {s['mean_iterations']:.2f} iterations/sentence, "
+                f"{s['mean_accepted_per_iteration']:.2f} tokens/iteration; tokens gained per iteration: {s['histogram']}"
+            )
