@@ -97,14 +97,14 @@ def greedy_search(stepper, start, bsz, cfg):
     """
     active = list(range(bsz))
     tokens = start.unsqueeze(0).repeat(bsz, 1)  # (N, s + 2t)
-    token_lp = torch.zeros(bsz, 0)  # (N, 2t)
+    token_lp = torch.zeros(bsz, 0, dtype=torch.float64)  # (N, 2t)
     results = [[] for _ in range(bsz)]
     for step in range(1, cfg.max_steps + 1):
         # 1. next-pair distributions, 2. argmax per side, 3. retire rows that emitted EOD
         lprobs = mask_scores(stepper.step(tokens), cfg, step == cfg.max_steps)
         best_lp, best = lprobs.max(dim=-1)  # (N, 2)
         tokens = torch.cat([tokens, best], dim=1)
-        token_lp = torch.cat([token_lp, best_lp.float().cpu()], dim=1)
+        token_lp = torch.cat([token_lp, best_lp.double().cpu()], dim=1)
         done = best.eq(cfg.eod).any(dim=1).tolist()
         for row in (r for r, d in enumerate(done) if d):
             results[active[row]].append(_finished(tokens[row, start.numel():].tolist(), token_lp[row].tolist(), cfg.lenpen, step))
@@ -124,7 +124,7 @@ class _Beam:
 
     active: List[int]  # sentence ids
     tokens: torch.Tensor  # (N, s + 2t) start unit + generated pairs
-    token_lp: torch.Tensor  # (N, 2t) log-prob of each generated token (CPU)
+    token_lp: torch.Tensor  # (N, 2t) log-prob of each generated token (CPU, float64)
     scores: torch.Tensor  # (len(active), W) cumulative log-probs; -inf: empty slot
 
 
@@ -153,7 +153,7 @@ def _expand(beam, cand, has_eod, width):
     new = _Beam(
         beam.active,
         torch.cat([beam.tokens[flat], pairs], dim=1),
-        torch.cat([beam.token_lp[flat.cpu()], pair_lp.float().cpu()], dim=1),
+        torch.cat([beam.token_lp[flat.cpu()], pair_lp.double().cpu()], dim=1),
         scores.gather(1, index).masked_fill(~alive, NEG_INF),
     )
     return new, rows
@@ -182,7 +182,8 @@ def beam_search(stepper, start, bsz, cfg):
     width = cfg.beam
     scores = torch.full((bsz, width), NEG_INF, device=start.device)
     scores[:, 0] = 0.0  # B_0 = {start pair}; other slots empty
-    beam = _Beam(list(range(bsz)), start.unsqueeze(0).repeat(bsz * width, 1), torch.zeros(bsz * width, 0), scores)
+    beam = _Beam(list(range(bsz)), start.unsqueeze(0).repeat(bsz * width, 1),
+                 torch.zeros(bsz * width, 0, dtype=torch.float64), scores)
     results = [[] for _ in range(bsz)]
     for step in range(1, cfg.max_steps + 1):
         # 1. DECODEBEAM, 2. DOUBLETOPK (3W), 3. FINALIZE top W with EOD, 4. EXPANDBEAM, 5. retire
