@@ -35,6 +35,16 @@ class SpeculativeTranslationConfig(TranslationConfig):
         default=None, metadata={"help": "SpecDec++: ... and its log-probability is within tau of the top-1 "
                                         "(default 0 for specdec, 1.0 for specdec++; high-efficiency preset: --beta 5 --tau 3)"}
     )
+    iad_match_length: int = field(
+        default=1, metadata={"help": "IAD: output suffix length that must occur exactly once in the source"}
+    )
+    jacobi_init_token: ChoiceEnum(["pad", "unk"]) = field(
+        default="pad", metadata={"help": "Jacobi family: token for positions not yet predicted"}
+    )
+    hybrid_length: Optional[int] = field(
+        default=None, metadata={"help": "hybrid-jacobi: GS-Jacobi blocks up to this output length h, then "
+                                        "autoregressive (default: no limit, i.e. PGJ); 0 = greedy"}
+    )
 
 
 @register_task("speculative_translation", dataclass=SpeculativeTranslationConfig)

@@ -1,0 +1,61 @@
+"""Input-guided Aggressive Decoding (IAD; Sun et al. 2021, Ge et al. 2022 Algorithm 1).
+
+The draft is a copy of the source: if the last ``match_length`` output tokens occur
+exactly once in the source, the tokens that follow that occurrence are drafted; else
+nothing is drafted and the verifier decodes one token (until the suffix matches again).
+The output is greedy decoding's, for any model (typically GEC, where output ~ input).
+"""
+from typing import List
+
+import torch
+
+from fairseq_plugins.decoding.drafters import Drafter
+from fairseq_plugins.decoding.registry import register_decoder
+
+BOS = -1  # stands for the decoder's BOS (fairseq's eos at column 0) and the source's start
+
+
+def unique_suffix_continuation(output: List[int], source: List[int], match_length: int, k: int) -> List[int]:
+    """Source tokens after the unique occurrence of ``output``'s suffix, at most ``k``.
+
+    Both sequences start with ``BOS``; the suffix is the last ``match_length`` tokens of
+    ``output`` (fewer at the very start).  Returns [] when the suffix occurs 0 or 2+ times.
+    """
+    suffix = output[-match_length:]
+    n = len(suffix)
+    ends = [i + n for i in range(len(source) - n + 1) if source[i: i + n] == suffix]
+    return source[ends[0]: ends[0] + k] if len(ends) == 1 else []
+
+
+class SourceCopyDrafter(Drafter):
+    """Drafts a continuation copied from the source (see module docstring)."""
+
+    def __init__(self, pad: int, eos: int, match_length: int = 1):
+        self.pad, self.eos, self.match_length = pad, eos, match_length
+
+    def start(self, src_tokens, src_lengths, max_len):
+        self.sources = [[BOS] + [t for t in row if t != self.pad] for row in src_tokens.tolist()]
+
+    def propose(self, tokens, lengths, k):
+        drafts = []
+        for row, (prefix, n) in enumerate(zip(tokens.tolist(), lengths.tolist())):
+            output = [BOS] + prefix[1:n]
+            drafts.append(unique_suffix_continuation(output, self.sources[row], self.match_length, k))
+        width = max(map(len, drafts))
+        out = tokens.new_full((len(drafts), width), self.pad)
+        for i, draft in enumerate(drafts):
+            out[i, : len(draft)] = torch.tensor(draft, dtype=out.dtype)
+        return out
+
+    def keep_rows(self, rows):
+        self.sources = [self.sources[i] for i in rows.tolist()]
+
+
+@register_decoder("iad", "input-guided aggressive decoding: draft = copy of the source (GEC), identical to greedy")
+def build_iad(task, models, args, **kwargs):
+    from fairseq_plugins.decoding.specdec import build_speculative
+
+    dictionary = task.target_dictionary
+    drafter = SourceCopyDrafter(dictionary.pad(), dictionary.eos(), task.cfg.iad_match_length)
+    block_size = task.cfg.block_size or 1024  # default: the rest of the source
+    return build_speculative(task, models, args, "iad", drafter, block_size)
