@@ -83,7 +83,7 @@ class BlockDrafterDecoder(TransformerDecoderBase):
         tokens, key_padding = drafter_blocks.block_input(prefix_tokens, prefix_lengths, query_tokens, self.padding_idx)
         x = self.embed_block(tokens, prefix_lengths, prefix_len, encoder_out).transpose(0, 1)
         allowed = drafter_blocks.block_attention_mask(prefix_len, k, self.prefix_causal, device=x.device)
-        self_attn_mask = torch.zeros(allowed.shape, dtype=x.dtype, device=x.device).masked_fill(~allowed, float("-inf"))
+        self_attn_mask = ~allowed  # bool like the key padding mask: True = may not attend
         enc = encoder_out["encoder_out"][0] if encoder_out["encoder_out"] else None
         enc_mask = encoder_out["encoder_padding_mask"][0] if encoder_out["encoder_padding_mask"] else None
         for layer in self.layers:

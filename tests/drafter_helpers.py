@@ -1,0 +1,53 @@
+"""Tiny block drafters and verifiers built in-process (no training), for drafter tests."""
+import argparse
+
+import torch
+from fairseq.data import Dictionary
+from fairseq.models.transformer import TransformerModel
+
+from fairseq_plugins.models.block_drafter import BlockDrafterModel, tiny_drafter_architecture
+from fairseq_plugins.models.verifier_archs import specdec_verifier_tiny
+
+
+def make_dictionary(n_words=20):
+    dictionary = Dictionary()
+    for i in range(n_words):
+        dictionary.add_symbol(f"w{i}")
+    return dictionary
+
+
+class DictTask:
+    """The two attributes ``build_model`` reads from a translation task."""
+
+    def __init__(self, dictionary):
+        self.source_dictionary = self.target_dictionary = dictionary
+
+
+def build_drafter(dictionary, seed=0, **options):
+    """``block_drafter_tiny`` (dropout 0) with ``options`` overriding the preset."""
+    args = argparse.Namespace(arch="block_drafter_tiny", dropout=0.0, **options)
+    tiny_drafter_architecture(args)
+    torch.manual_seed(seed)
+    return BlockDrafterModel.build_model(args, DictTask(dictionary)).eval()
+
+
+def build_verifier(dictionary, seed=0, **options):
+    """``specdec_verifier_tiny`` (dropout 0) with ``options`` overriding the preset."""
+    args = argparse.Namespace(arch="specdec_verifier_tiny", dropout=0.0, **options)
+    specdec_verifier_tiny(args)
+    torch.manual_seed(seed)
+    return TransformerModel.build_model(args, DictTask(dictionary)).eval()
+
+
+def random_batch(dictionary, src_lengths, prefix_lengths, seed=0):
+    """Left-padded sources (B, S) ending in eos and right-padded prefixes (B, P) starting
+    with eos, of the given real lengths (prefix lengths count the leading eos)."""
+    g = torch.Generator().manual_seed(seed)
+    pad, eos, low, high = dictionary.pad(), dictionary.eos(), dictionary.nspecial, len(dictionary)
+    src = torch.full((len(src_lengths), max(src_lengths)), pad)
+    for i, n in enumerate(src_lengths):
+        src[i, -n:] = torch.cat([torch.randint(low, high, (n - 1,), generator=g), torch.tensor([eos])])
+    prefix = torch.full((len(prefix_lengths), max(prefix_lengths)), pad)
+    for i, n in enumerate(prefix_lengths):
+        prefix[i, :n] = torch.cat([torch.tensor([eos]), torch.randint(low, high, (n - 1,), generator=g)])
+    return src, torch.tensor(src_lengths), prefix, torch.tensor(prefix_lengths)

@@ -1,0 +1,93 @@
+"""Initialising the drafter from a verifier: the drafter's encoder computes the verifier's."""
+import argparse
+import copy
+
+import pytest
+import torch
+from fairseq import checkpoint_utils
+from fairseq.data import Dictionary
+
+from drafter_helpers import DictTask, random_batch
+from fairseq_plugins.models.block_drafter import BlockDrafterModel, tiny_drafter_architecture
+from fairseq_plugins_compat.errors import PluginError
+
+
+def drafter_args(**options):
+    args = argparse.Namespace(arch="block_drafter_tiny", dropout=0.0, **options)
+    tiny_drafter_architecture(args)
+    return args
+
+
+@pytest.fixture(scope="module")
+def verifier(tiny_checkpoint):
+    models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(tiny_checkpoint)])
+    return models[0].eval(), task.source_dictionary
+
+
+@pytest.fixture(scope="module")
+def initialised(tiny_checkpoint, verifier):
+    _, dictionary = verifier
+    args = drafter_args(init_from_verifier=str(tiny_checkpoint))
+    before = copy.deepcopy(args)
+    return BlockDrafterModel.build_model(args, DictTask(dictionary)).eval(), args, before
+
+
+def test_drafter_adopts_the_verifier_encoder_options(initialised):
+    _, args, before = initialised
+    # the tiny drafter preset asks for learned positions and GELU; the verifier (stock
+    # `transformer`) has sinusoidal positions and ReLU: the encoder must follow the verifier
+    assert before.encoder_learned_pos is True and before.activation_fn == "gelu"
+    assert args.encoder_learned_pos is False and args.activation_fn == "relu"
+    assert args.decoder_learned_pos is True  # the drafter's own decoder keeps its option
+    assert args.verifier_init_applied is True
+
+
+def test_initialised_encoder_computes_the_verifier_encoder(verifier, initialised):
+    verifier_model, dictionary = verifier
+    drafter = initialised[0]
+    src, src_lengths, _, _ = random_batch(dictionary, [9, 5, 2], [1, 1, 1], seed=1)
+    with torch.no_grad():
+        expected = verifier_model.encoder(src, src_lengths=src_lengths)
+        actual = drafter.encoder(src, src_lengths=src_lengths)
+    assert torch.allclose(actual["encoder_out"][0], expected["encoder_out"][0], atol=1e-6)
+    assert torch.allclose(actual["encoder_embedding"][0], expected["encoder_embedding"][0], atol=1e-6)
+    assert drafter.encoder.embed_scale == verifier_model.encoder.embed_scale
+    assert torch.equal(drafter.decoder.embed_tokens.weight, verifier_model.decoder.embed_tokens.weight)
+
+
+def test_naive_weight_copy_would_not_compute_the_same(verifier):
+    """What the brief warns about: same weights, different position table and activation."""
+    verifier_model, dictionary = verifier
+    naive = BlockDrafterModel.build_model(drafter_args(), DictTask(dictionary)).eval()
+    shared = {k: v for k, v in verifier_model.encoder.state_dict().items() if "embed_positions" not in k}
+    naive.encoder.load_state_dict(shared, strict=False)
+    src, src_lengths, _, _ = random_batch(dictionary, [9, 5], [1, 1], seed=1)
+    with torch.no_grad():
+        diff = naive.encoder(src, src_lengths)["encoder_out"][0] - verifier_model.encoder(src, src_lengths)["encoder_out"][0]
+    assert diff.abs().max() > 1e-2
+
+
+def test_rebuilding_from_saved_args_needs_no_verifier_file(initialised, verifier):
+    _, args, _ = initialised
+    saved = copy.deepcopy(args)
+    saved.init_from_verifier = "/nonexistent/checkpoint.pt"  # e.g. a drafter copied to another machine
+    rebuilt = BlockDrafterModel.build_model(saved, DictTask(verifier[1]))
+    assert rebuilt.encoder.embed_positions.__class__ is initialised[0].encoder.embed_positions.__class__
+
+
+def test_verifier_with_another_dictionary_is_refused(tiny_checkpoint, verifier):
+    bigger = copy.deepcopy(verifier[1])
+    bigger.add_symbol("an-extra-word")
+    with pytest.raises(PluginError, match="same dictionary"):
+        BlockDrafterModel.build_model(drafter_args(init_from_verifier=str(tiny_checkpoint)), DictTask(bigger))
+
+
+def test_missing_verifier_file_is_a_clear_error(tmp_path):
+    with pytest.raises(PluginError, match="no such checkpoint"):
+        BlockDrafterModel.build_model(drafter_args(init_from_verifier=str(tmp_path / "none.pt")), DictTask(Dictionary()))
+
+
+def test_drafter_wider_than_the_verifier_is_refused(tiny_checkpoint, verifier):
+    args = drafter_args(init_from_verifier=str(tiny_checkpoint), decoder_embed_dim=48, decoder_input_dim=48, decoder_output_dim=48)
+    with pytest.raises(PluginError, match="decoder dim 48"):
+        BlockDrafterModel.build_model(args, DictTask(verifier[1]))
