@@ -144,3 +144,13 @@ def test_propose_api_shapes_and_banned_symbols():
     assert torch.allclose(lprobs.exp().sum(-1), torch.ones(2, 2), atol=1e-5)
     with pytest.raises(ValueError, match="block size 3"):
         drafter.propose(encoder_out, prefix, lengths, 4)
+
+
+def test_propose_near_the_end_of_the_position_table_runs_fewer_queries():
+    dictionary = make_dictionary()
+    drafter = build_drafter(dictionary, block_size=3, max_target_positions=8)
+    src, src_lengths, prefix, lengths = random_batch(dictionary, [5], [6])
+    encoder_out = drafter.encoder(src, src_lengths)
+    assert drafter.propose(encoder_out, prefix, lengths, 2).shape == (1, 2)  # 6 + 2 positions fit
+    with pytest.raises(ValueError, match="exceeds the drafter's 8 target positions"):
+        drafter.propose(encoder_out, prefix, lengths, 3)

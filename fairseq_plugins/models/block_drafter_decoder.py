@@ -104,13 +104,17 @@ class BlockDrafterDecoder(TransformerDecoderBase):
 
     def propose_log_probs(self, encoder_out, prefix_tokens: Tensor, prefix_lengths: Tensor, k: int) -> Tensor:
         """Log-probs (B, k, V) of the first k of ``block_size`` queries; pad, bos and the
-        mask symbol get -inf (the distribution is renormalised over the other tokens)."""
+        mask symbol get -inf (the distribution is renormalised over the other tokens).
+
+        Near the end of the position table fewer queries are run (never fewer than k).
+        """
         if not 1 <= k <= self.block_size:
             raise ValueError(f"the drafter was trained with block size {self.block_size}; cannot propose {k} tokens")
-        needed = int(prefix_lengths.max()) + self.block_size
-        if self.embed_positions is not None and needed > self.max_positions():
-            raise ValueError(f"prefix of {int(prefix_lengths.max())} tokens + block of {self.block_size} "
-                             f"exceeds the drafter's {self.max_positions()} target positions")
-        logits = self.forward_block(encoder_out, prefix_tokens, prefix_lengths)[:, :k].float()
+        n_queries = min(self.block_size, self.max_positions() - int(prefix_lengths.max()))
+        if n_queries < k:
+            raise ValueError(f"a prefix of {int(prefix_lengths.max())} tokens + {k} drafted tokens exceeds "
+                             f"the drafter's {self.max_positions()} target positions")
+        queries = self.mask_queries(prefix_tokens.size(0), n_queries, prefix_tokens.device)
+        logits = self.forward_block(encoder_out, prefix_tokens, prefix_lengths, queries)[:, :k].float()
         logits[..., self.banned] = float("-inf")
         return torch.log_softmax(logits, dim=-1)
