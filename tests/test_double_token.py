@@ -232,3 +232,19 @@ def test_bad_generation_options_raise_one_plugin_error():
     assert "\n" not in message
     for option in ("ensemble", "--sampling", "--nbest larger than --beam", "--prefix-size"):
         assert option in message
+
+
+def test_single_r2l_uses_fairseq_search_reversed_back():
+    """single_r2l: fairseq's SequenceGenerator on the reversed order, hypotheses reversed back."""
+    from fairseq.sequence_generator import SequenceGenerator
+
+    task, model = build("single_r2l")
+    src, src_lengths, _ = _inputs(model)
+    sample = {"net_input": {"src_tokens": src, "src_lengths": src_lengths}}
+    ours = task.build_generator([model], argparse.Namespace(beam=2, nbest=2, max_len_b=8))
+    stock = SequenceGenerator([model], task.tgt_dict, beam_size=2, max_len_b=8)
+    for restored, raw in zip(ours.generate([model], sample), stock.generate([model], sample)):
+        for mine, theirs in zip(restored, raw):
+            assert mine["tokens"].tolist() == theirs["tokens"][:-1].flip(0).tolist() + [EOD]
+            assert torch.equal(mine["positional_scores"][:-1], theirs["positional_scores"][:-1].flip(0))
+            assert float(mine["score"]) == float(theirs["score"])
