@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Double-token bidirectional decoding (Imamura & Sumita) on Multi30k: trains the double-token
+# model and a same-size single-token baseline (the same model code with --target-order
+# single_l2r, i.e. a standard transformer with learned decoder positions), then, with
+# EVALUATE=1, decodes GEN_SUBSET with each and prints BLEU and speed.
+#   DATA=/work/runs/multi30k/bin bash recipes/double-token/train-multi30k.sh
+#   ORDERS="bidirectional single_l2r single_r2l double_l2r double_r2l" bash recipes/double-token/train-multi30k.sh
+#                                              # all systems of the paper's Table 2 (but Mask-Predict)
+#   DRY_RUN=1 DATA=<small binarized dir> SRC=src TGT=tgt REMOVE_BPE=none bash recipes/double-token/train-multi30k.sh
+# Every option below is an env var. Extra fairseq-train options: append after the script name.
+# fairseq-train resumes from SAVE_ROOT/ORDER/checkpoint_last.pt, so a rerun continues or skips.
+set -euo pipefail
+main() {
+  . "$(dirname "$0")/../lib/common.sh"
+  # data / output
+  DATA=${DATA:-/work/runs/multi30k/bin}        # fairseq-preprocess output (joined dictionary)
+  SRC=${SRC:-en}; TGT=${TGT:-de}
+  SAVE_ROOT=${SAVE_ROOT:-/work/runs/multi30k/double-token}   # one sub-directory per order
+  ORDERS=${ORDERS:-bidirectional single_l2r}   # --target-order of each system, trained in turn
+  # model (double_token_transformer_small: 3+3 layers, 256/1024, 4 heads)
+  ARCH=${ARCH:-double_token_transformer_small}
+  SHARE=${SHARE:-all}                          # all | decoder | none  (all needs a joined dictionary)
+  DROPOUT=${DROPOUT:-0.3}
+  MAX_POSITIONS=${MAX_POSITIONS:-256}          # source and target; Multi30k sentences are short
+  # optimisation (as recipes/settings/multi30k-verifier.sh)
+  LR=${LR:-0.0007}; WARMUP=${WARMUP:-400}; WARMUP_INIT_LR=${WARMUP_INIT_LR:-1e-07}
+  ADAM_BETAS=${ADAM_BETAS:-(0.9, 0.98)}; WEIGHT_DECAY=${WEIGHT_DECAY:-0.0001}; CLIP_NORM=${CLIP_NORM:-0.0}
+  LABEL_SMOOTHING=${LABEL_SMOOTHING:-0.1}
+  MAX_TOKENS=${MAX_TOKENS:-4096}; UPDATE_FREQ=${UPDATE_FREQ:-1}
+  MAX_EPOCH=${MAX_EPOCH:-15}; MAX_UPDATE=${MAX_UPDATE:-0}   # 0 = no limit
+  KEEP_LAST_EPOCHS=${KEEP_LAST_EPOCHS:-5}
+  SEED=${SEED:-1}; LOG_INTERVAL=${LOG_INTERVAL:-20}
+  EVAL_BLEU=${EVAL_BLEU:-0}                    # 1: BLEU on valid each epoch (greedy), best by BLEU
+  # evaluation
+  EVALUATE=${EVALUATE:-0}                      # 1: decode GEN_SUBSET with every trained order
+  GEN_SUBSET=${GEN_SUBSET:-test}               # test = test2016 flickr, test1 = test2017 flickr
+  CHECKPOINT=${CHECKPOINT:-checkpoint_best.pt}
+  BEAM=${BEAM:-5}; BATCH_SIZE=${BATCH_SIZE:-32}   # paper: beam 10, 32 sentences per batch
+  REMOVE_BPE=${REMOVE_BPE:-sentencepiece}      # none: the data has no subwords
+  # hardware
+  CPU=${CPU:-1}; FP16=${FP16:-0}; THREADS=${THREADS:-1}; NUM_WORKERS=${NUM_WORKERS:-1}
+
+  if [ "$DRY_RUN" = 1 ]; then   # tiny model, a few updates, CPU
+    ARCH=double_token_transformer_tiny; MAX_TOKENS=1000; MAX_EPOCH=2; MAX_UPDATE=0; WARMUP=10
+    CPU=1; FP16=0; NUM_WORKERS=0; LOG_INTERVAL=5; EVAL_BLEU=0; KEEP_LAST_EPOCHS=2; BEAM=2
+  fi
+  export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
+  all_exist "$DATA/dict.$SRC.txt" "$DATA/dict.$TGT.txt" || die "no binarized data in DATA=$DATA (recipes/data/prepare-multi30k.sh)"
+  local order
+  for order in $ORDERS; do train_one "$order" "$@"; done
+  if [ "$EVALUATE" = 1 ]; then
+    for order in $ORDERS; do evaluate "$order"; done
+  fi
+}
+
+# train_one ORDER [fairseq-train options...]: SAVE_ROOT/ORDER/checkpoint*.pt
+train_one() {
+  local order=$1; shift
+  local args=(
+    "$DATA" --user-dir "$USER_DIR" --task double_token_translation --target-order "$order"
+    --source-lang "$SRC" --target-lang "$TGT" --arch "$ARCH" --dropout "$DROPOUT"
+    --max-source-positions "$MAX_POSITIONS" --max-target-positions "$MAX_POSITIONS"
+    --optimizer adam --adam-betas "$ADAM_BETAS" --weight-decay "$WEIGHT_DECAY" --clip-norm "$CLIP_NORM"
+    --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" --warmup-init-lr "$WARMUP_INIT_LR"
+    --criterion label_smoothed_cross_entropy --label-smoothing "$LABEL_SMOOTHING"
+    --max-tokens "$MAX_TOKENS" --update-freq "$UPDATE_FREQ"
+    --max-epoch "$MAX_EPOCH" --max-update "$MAX_UPDATE" --keep-last-epochs "$KEEP_LAST_EPOCHS"
+    --save-dir "$SAVE_ROOT/$order" --seed "$SEED" --log-interval "$LOG_INTERVAL" --log-format simple
+    --num-workers "$NUM_WORKERS"
+  )
+  case $SHARE in
+    all) args+=(--share-all-embeddings) ;;
+    decoder) args+=(--share-decoder-input-output-embed) ;;
+    none) ;;
+    *) die "SHARE must be all|decoder|none" ;;
+  esac
+  if [ "$CPU" = 1 ]; then args+=(--cpu); elif [ "$FP16" = 1 ]; then args+=(--fp16); fi
+  if [ "$EVAL_BLEU" = 1 ]; then
+    args+=(--eval-bleu --eval-bleu-args '{"beam": 1}' --eval-bleu-detok space
+           --best-checkpoint-metric bleu --maximize-best-checkpoint-metric)
+    if [ "$REMOVE_BPE" != none ]; then args+=(--eval-bleu-remove-bpe "$REMOVE_BPE"); fi
+  fi
+  mkdir -p "$SAVE_ROOT/$order"
+  log "training $ARCH --target-order $order on $DATA -> $SAVE_ROOT/$order"
+  fairseq-train "${args[@]}" "$@" 2>&1 | tee -a "$SAVE_ROOT/$order/train.log"
+}
+
+# evaluate ORDER: SAVE_ROOT/ORDER/generate-GEN_SUBSET.txt; logs its BLEU and speed lines
+evaluate() {
+  local order=$1 out=$SAVE_ROOT/$1/generate-$GEN_SUBSET.txt
+  local args=(
+    "$DATA" --user-dir "$USER_DIR" --task double_token_translation --target-order "$order"
+    --source-lang "$SRC" --target-lang "$TGT" --path "$SAVE_ROOT/$order/$CHECKPOINT"
+    --gen-subset "$GEN_SUBSET" --beam "$BEAM" --batch-size "$BATCH_SIZE"
+  )
+  if [ "$REMOVE_BPE" != none ]; then args+=(--remove-bpe "$REMOVE_BPE" --scoring sacrebleu); fi
+  if [ "$CPU" = 1 ]; then args+=(--cpu); elif [ "$FP16" = 1 ]; then args+=(--fp16); fi
+  fairseq-generate "${args[@]}" > "$out" 2>&1
+  log "$order: $(grep -E '^Generate ' "$out" | tail -1)"
+  log "$order: $(grep -oE 'Translated .*' "$out" | tail -1)"
+}
+
+main "$@"
