@@ -31,7 +31,8 @@ main() {
   WEIGHT_DECAY=${WEIGHT_DECAY:-0.0}; CLIP_NORM=${CLIP_NORM:-0.0}
   LABEL_SMOOTHING=${LABEL_SMOOTHING:-0.1}
   MAX_TOKENS=${MAX_TOKENS:-4096}               # per GPU/process
-  UPDATE_FREQ=${UPDATE_FREQ:-1}                # batch = NGPUS*NNODES*MAX_TOKENS*UPDATE_FREQ tokens
+  UPDATE_FREQ=${UPDATE_FREQ:-}                 # batch = NGPUS*NNODES*MAX_TOKENS*UPDATE_FREQ tokens;
+  PAPER_BATCH_TOKENS=${PAPER_BATCH_TOKENS:-}   # unset UPDATE_FREQ: ceil(PAPER_BATCH_TOKENS/(NGPUS*NNODES*MAX_TOKENS)), else 1
   MAX_EPOCH=${MAX_EPOCH:-12}; MAX_UPDATE=${MAX_UPDATE:-0}   # 0 = no limit
   STOP_TIME_HOURS=${STOP_TIME_HOURS:-0}        # wall-clock cap (0 = none)
   KEEP_LAST_EPOCHS=${KEEP_LAST_EPOCHS:-10}     # the last 10 are averaged (average-checkpoints.sh)
@@ -42,16 +43,22 @@ main() {
   # hardware
   CPU=${CPU:-0}; FP16=${FP16:-1}; THREADS=${THREADS:-1}
   NUM_WORKERS=${NUM_WORKERS:-1}
-  LAUNCHER=${LAUNCHER:-local}; NGPUS=${NGPUS:-1}; NNODES=${NNODES:-1}; NODE_RANK=${NODE_RANK:-0}
+  LAUNCHER=${LAUNCHER:-local}; NNODES=${NNODES:-1}; NODE_RANK=${NODE_RANK:-0}
+  NGPUS=${NGPUS:-$([ "$CPU" = 1 ] && echo 1 || "$PYTHON" -c 'import torch; print(max(1, torch.cuda.device_count()))')}  # per node
   MASTER_ADDR=${MASTER_ADDR:-127.0.0.1}; MASTER_PORT=${MASTER_PORT:-29500}
 
   if [ "$DRY_RUN" = 1 ]; then   # tiny model, a few updates, CPU, one process
     ENC_LAYERS=1; DEC_LAYERS=1; EMBED_DIM=32; FFN_DIM=64; HEADS=2; ARCH=transformer
-    MAX_TOKENS=${DRY_MAX_TOKENS:-1000}; UPDATE_FREQ=1; MAX_EPOCH=${DRY_MAX_EPOCH:-3}; MAX_UPDATE=0
+    MAX_TOKENS=${DRY_MAX_TOKENS:-1000}; UPDATE_FREQ=1; NGPUS=1; NNODES=1; MAX_EPOCH=${DRY_MAX_EPOCH:-3}; MAX_UPDATE=0
     WARMUP=10; STOP_TIME_HOURS=0; CPU=1; FP16=0; LAUNCHER=local; NUM_WORKERS=0; LOG_INTERVAL=5
     EVAL_BLEU=0; KEEP_LAST_EPOCHS=3; SAVE_INTERVAL_UPDATES=0
   fi
   export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
+  local world=$((NGPUS * NNODES))
+  if [ -z "$UPDATE_FREQ" ]; then
+    if [ -n "$PAPER_BATCH_TOKENS" ]; then UPDATE_FREQ=$(( (PAPER_BATCH_TOKENS + world * MAX_TOKENS - 1) / (world * MAX_TOKENS) ))
+    else UPDATE_FREQ=1; fi
+  fi
 
   local args=(
     "$DATA" --task "$TASK" --source-lang "$SRC" --target-lang "$TGT" --user-dir "$USER_DIR"
@@ -83,7 +90,8 @@ main() {
            --eval-bleu-detok space --best-checkpoint-metric bleu --maximize-best-checkpoint-metric)
   fi
   mkdir -p "$SAVE_DIR"
-  log "training $ARCH ${ENC_LAYERS}+${DEC_LAYERS} layers, dim $EMBED_DIM on $DATA -> $SAVE_DIR ($LAUNCHER)"
+  log "training $ARCH ${ENC_LAYERS}+${DEC_LAYERS} layers, dim $EMBED_DIM on $DATA -> $SAVE_DIR ($LAUNCHER," \
+      "$world x $MAX_TOKENS tokens x update-freq $UPDATE_FREQ = $((world * MAX_TOKENS * UPDATE_FREQ)) tokens/update)"
 
   local train_bin; train_bin=$(command -v fairseq-train)
   case $LAUNCHER in

@@ -26,22 +26,14 @@ if [ "$DRY_RUN" = 1 ]; then VOCAB_SIZE=${DRY_VOCAB_SIZE:-300}; SPM_FLAGS=${SPM_F
 RAW=$OUT_DIR/raw
 mkdir -p "$RAW"
 
-# local copy, else download (GZ=1: the remote file is gzipped)
-get() {
-  local local_file=$1 url=$2 gz=$3 dest
-  if [ -s "$local_file" ]; then echo "$local_file"; return; fi
-  mkdir -p "$OUT_DIR/download"; dest=$OUT_DIR/download/$(basename "$local_file")
-  if ! all_exist "$dest"; then
-    if [ "$gz" = 1 ]; then fetch "$url.gz" "$dest.gz" >&2 && gunzip -f "$dest.gz"; else fetch "$url" "$dest" >&2; fi
-  fi
-  echo "$dest"
-}
-slice() { if [ "$DRY_RUN" = 1 ]; then head -n "$DRY_LINES" "$1"; else cat "$1"; fi; }
+# local copy, else download into OUT_DIR/download
+get() { local_or_fetch "$1" "$2" "$OUT_DIR/download/$(basename "$1")" "${3:-}"; }
+slice() { dry_slice "$1"; }
 noise() { "$PYTHON" "$REPO/recipes/lib/gec_noise.py" --seed "$1" --p-token "$P_TOKEN" --p-clean "$P_CLEAN"; }
 
 # 1. raw pairs
 if ! all_exist "$RAW/train.src" "$RAW/train.tgt"; then
-  train_en=$(get "$MULTI30K_DIR/raw/train.en" "$MULTI30K_URL/train.en" 1)
+  train_en=$(get "$MULTI30K_DIR/raw/train.en" "$MULTI30K_URL/train.en.gz" gz)
   : > "$RAW/train.src.tmp"; : > "$RAW/train.tgt.tmp"
   for ((c = 0; c < COPIES; c++)); do
     slice "$train_en" | noise $((SEED + c)) >> "$RAW/train.src.tmp"
@@ -50,15 +42,15 @@ if ! all_exist "$RAW/train.src" "$RAW/train.tgt"; then
   mv "$RAW/train.tgt.tmp" "$RAW/train.tgt"; mv "$RAW/train.src.tmp" "$RAW/train.src"
 fi
 if ! all_exist "$RAW/valid.src" "$RAW/valid.tgt"; then
-  val_en=$(get "$MULTI30K_DIR/raw/val.en" "$MULTI30K_URL/val.en" 1)
+  val_en=$(get "$MULTI30K_DIR/raw/val.en" "$MULTI30K_URL/val.en.gz" gz)
   slice "$val_en" | sed 's/^ *//; s/ *$//' > "$RAW/valid.tgt"
   slice "$val_en" | noise $((SEED + 1000)) > "$RAW/valid.src"
 fi
 if ! all_exist "$RAW/test.src" "$RAW/test.tgt" "$RAW/test.ref3"; then
   # JFLEG dev lines end with a space: strip it
-  slice "$(get "$JFLEG_DIR/dev/dev.src" "$JFLEG_URL/dev/dev.src" 0)" | sed 's/^ *//; s/ *$//' > "$RAW/test.src"
+  slice "$(get "$JFLEG_DIR/dev/dev.src" "$JFLEG_URL/dev/dev.src")" | sed 's/^ *//; s/ *$//' > "$RAW/test.src"
   for r in 0 1 2 3; do
-    slice "$(get "$JFLEG_DIR/dev/dev.ref$r" "$JFLEG_URL/dev/dev.ref$r" 0)" | sed 's/^ *//; s/ *$//' > "$RAW/test.ref$r"
+    slice "$(get "$JFLEG_DIR/dev/dev.ref$r" "$JFLEG_URL/dev/dev.ref$r")" | sed 's/^ *//; s/ *$//' > "$RAW/test.ref$r"
   done
   cp "$RAW/test.ref0" "$RAW/test.tgt"
 fi

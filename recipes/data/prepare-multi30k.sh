@@ -32,13 +32,8 @@ for name in "${!SPLITS[@]}"; do
   for lang in "$SRC" "$TGT"; do
     dest=$RAW/${SPLITS[$name]}.$lang
     all_exist "$dest" && continue
-    if [ -s "$MULTI30K_DIR/raw/$name.$lang" ]; then src_file=$MULTI30K_DIR/raw/$name.$lang
-    else
-      mkdir -p "$OUT_DIR/download"
-      src_file=$OUT_DIR/download/$name.$lang
-      all_exist "$src_file" || { fetch "$MULTI30K_URL/$name.$lang.gz" "$src_file.gz" && gunzip -f "$src_file.gz"; }
-    fi
-    if [ "$DRY_RUN" = 1 ]; then head -n "$DRY_LINES" "$src_file" > "$dest"; else cp "$src_file" "$dest"; fi
+    src_file=$(local_or_fetch "$MULTI30K_DIR/raw/$name.$lang" "$MULTI30K_URL/$name.$lang.gz" "$OUT_DIR/download/$name.$lang" gz)
+    dry_slice "$src_file" > "$dest"
   done
 done
 log "raw: $(wc -l < "$RAW/train.$SRC") train / $(wc -l < "$RAW/valid.$SRC") valid / $(wc -l < "$RAW/test.$SRC") test / $(wc -l < "$RAW/test1.$SRC") test1"

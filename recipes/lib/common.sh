@@ -8,6 +8,9 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}   # torch oversubscribes small mach
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 USER_DIR=${USER_DIR:-$REPO/fairseq_plugins}
 
+set -E  # report where a recipe stops (set -e alone exits silently)
+trap 'rc=$?; echo "[$(date +%H:%M:%S)] FAILED (exit $rc) at ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND" >&2' ERR
+
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
@@ -28,6 +31,28 @@ fetch() {
   else wget -q -O "$dest.part" "$url"; fi
   mv "$dest.part" "$dest"
 }
+
+# local_or_fetch LOCAL URL DEST [gz]: print LOCAL if it exists, else download URL to DEST once
+# (gz: URL is gzipped, DEST is the decompressed file) and print DEST
+local_or_fetch() {
+  if [ -s "$1" ]; then echo "$1"; return; fi
+  [ "$DRY_RUN" = 1 ] && die "dry run: local file $1 is missing (dry runs do not download)"
+  mkdir -p "$(dirname "$3")"
+  if ! all_exist "$3"; then
+    if [ "${4:-}" = gz ]; then fetch "$2" "$3.gz" >&2 && gunzip -f "$3.gz"; else fetch "$2" "$3" >&2; fi
+  fi
+  echo "$3"
+}
+
+# dry_slice FILE [FROM] [COUNT]: DRY_RUN=1: COUNT (default DRY_LINES) lines from line FROM; else the file
+dry_slice() {
+  if [ "$DRY_RUN" != 1 ]; then cat "$1"; return; fi
+  local from=${2:-1} count=${3:-${DRY_LINES:-200}}
+  sed -n "${from},$((from + count - 1))p;$((from + count - 1))q" "$1"
+}
+
+# sacrebleu_echo TESTSET LANGPAIR src|ref: a standard test set through sacreBLEU's own downloader
+sacrebleu_echo() { sacrebleu -t "$1" -l "$2" --echo "$3"; }
 
 # spm_learn_encode SPM_DIR VOCAB TYPE TRAIN_FILES(comma list) IN_DIR OUT_DIR SPLIT... -- LANG...
 # learns one joint sentencepiece model (unless present) and encodes IN_DIR/SPLIT.LANG -> OUT_DIR/SPLIT.LANG
