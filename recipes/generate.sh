@@ -9,7 +9,7 @@ SETTING=${SETTING:-}
 if [ -n "$SETTING" ]; then . "$REPO/recipes/settings/$SETTING.sh"; fi
 DATA=${DATA:?set DATA or SETTING}
 SRC=${SRC:-en}; TGT=${TGT:-de}
-SAVE_DIR=${SAVE_DIR:-$DATA/at}
+SAVE_DIR=${SAVE_DIR:-$(dirname "$DATA")/checkpoints/at-$SRC$TGT}
 CHECKPOINT=${CHECKPOINT:-$SAVE_DIR/checkpoint_avg10.pt}
 SUBSET=${SUBSET:-test}
 TASK=${TASK:-translation}

@@ -14,9 +14,9 @@ main() {
   if [ -n "$SETTING" ]; then . "$REPO/recipes/settings/$SETTING.sh"; fi
 
   # data / output
-  DATA=${DATA:-/work/runs/multi30k}            # fairseq-preprocess output (joined dictionary)
+  DATA=${DATA:-/work/runs/multi30k/bin}        # fairseq-preprocess output (joined dictionary)
   SRC=${SRC:-en}; TGT=${TGT:-de}
-  SAVE_DIR=${SAVE_DIR:-$DATA/at}
+  SAVE_DIR=${SAVE_DIR:-$(dirname "$DATA")/checkpoints/at-$SRC$TGT}
   TASK=${TASK:-translation}
   # model
   ARCH=${ARCH:-transformer}

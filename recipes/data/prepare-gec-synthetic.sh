@@ -4,7 +4,7 @@
 # train: COPIES noisy versions of Multi30k train.en (each with its own seed) -> train.en
 # valid: noisy Multi30k val.en -> val.en
 # test:  JFLEG dev (source .src -> target .ref0; all 4 references kept as raw/test.ref{0..3})
-# Output (OUT_DIR): raw/{train,valid,test}.{src,tgt}, raw/test.ref*, spm/, binarized data
+# Output (OUT_DIR): raw/{train,valid,test}.{src,tgt}, raw/test.ref*, spm/, bin/ (binarized data,
 # (joined dictionary, languages src -> tgt). Stages whose outputs exist are skipped.
 set -euo pipefail
 . "$(dirname "$0")/../lib/common.sh"
@@ -14,6 +14,7 @@ MULTI30K_URL=${MULTI30K_URL:-https://github.com/multi30k/dataset/raw/master/data
 JFLEG_DIR=${JFLEG_DIR:-$REPO/../shared/data/jfleg}           # needs dev/dev.{src,ref0..3}
 JFLEG_URL=${JFLEG_URL:-https://raw.githubusercontent.com/keisks/jfleg/master}
 OUT_DIR=${OUT_DIR:-/work/runs/gec}
+BIN_DIR=${BIN_DIR:-$OUT_DIR/bin}
 COPIES=${COPIES:-2}                  # noisy copies of the training set
 SEED=${SEED:-1}
 P_TOKEN=${P_TOKEN:-0.12}             # chance a token is corrupted
@@ -61,9 +62,9 @@ spm_learn_encode "$OUT_DIR/spm" "$VOCAB_SIZE" "$SPM_TYPE" "$RAW/train.src,$RAW/t
   "$RAW" "$OUT_DIR/spm" train valid test -- src tgt
 
 # 3. binarize (joined dictionary)
-if ! all_exist "$OUT_DIR/dict.src.txt" "$OUT_DIR/test.src-tgt.tgt.bin"; then
+if ! all_exist "$BIN_DIR/dict.src.txt" "$BIN_DIR/test.src-tgt.tgt.bin"; then
   fairseq-preprocess --source-lang src --target-lang tgt --joined-dictionary \
     --trainpref "$OUT_DIR/spm/train" --validpref "$OUT_DIR/spm/valid" --testpref "$OUT_DIR/spm/test" \
-    --destdir "$OUT_DIR" --workers "$WORKERS"
+    --destdir "$BIN_DIR" --workers "$WORKERS"
 fi
-log "done: $OUT_DIR (dictionary $(wc -l < "$OUT_DIR/dict.src.txt") types)"
+log "done: $BIN_DIR (dictionary $(wc -l < "$BIN_DIR/dict.src.txt") types)"

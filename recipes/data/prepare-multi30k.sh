@@ -6,7 +6,7 @@
 # Output (OUT_DIR):
 #   raw/{train,valid,test,test1}.{en,de}   plain text; test/test1 are the sacreBLEU references
 #   spm/spm.model, spm/{split}.{en,de}     joint sentencepiece model, encoded text
-#   dict.*.txt, {split}.en-de.*.{bin,idx}  binarized data (valid=val, test=test2016, test1=test2017)
+#   bin/                                   binarized data (valid=val, test=test2016, test1=test2017)
 # Stages whose outputs exist are skipped (delete them to redo).
 set -euo pipefail
 . "$(dirname "$0")/../lib/common.sh"
@@ -14,6 +14,7 @@ set -euo pipefail
 MULTI30K_DIR=${MULTI30K_DIR:-$REPO/../shared/data/multi30k}   # local copy (has raw/)
 MULTI30K_URL=${MULTI30K_URL:-https://github.com/multi30k/dataset/raw/master/data/task1/raw}
 OUT_DIR=${OUT_DIR:-/work/runs/multi30k}
+BIN_DIR=${BIN_DIR:-$OUT_DIR/bin}      # fairseq-preprocess output
 SRC=${SRC:-en}
 TGT=${TGT:-de}
 VOCAB_SIZE=${VOCAB_SIZE:-8000}       # joint sentencepiece vocabulary
@@ -43,9 +44,9 @@ spm_learn_encode "$OUT_DIR/spm" "$VOCAB_SIZE" "$SPM_TYPE" "$RAW/train.$SRC,$RAW/
   "$RAW" "$OUT_DIR/spm" train valid test test1 -- "$SRC" "$TGT"
 
 # 3. binarize with one joined dictionary
-if ! all_exist "$OUT_DIR/dict.$SRC.txt" "$OUT_DIR/test1.$SRC-$TGT.$TGT.bin"; then
+if ! all_exist "$BIN_DIR/dict.$SRC.txt" "$BIN_DIR/test1.$SRC-$TGT.$TGT.bin"; then
   fairseq-preprocess --source-lang "$SRC" --target-lang "$TGT" --joined-dictionary \
     --trainpref "$OUT_DIR/spm/train" --validpref "$OUT_DIR/spm/valid" \
-    --testpref "$OUT_DIR/spm/test,$OUT_DIR/spm/test1" --destdir "$OUT_DIR" --workers "$WORKERS"
+    --testpref "$OUT_DIR/spm/test,$OUT_DIR/spm/test1" --destdir "$BIN_DIR" --workers "$WORKERS"
 fi
-log "done: $OUT_DIR (dictionary $(wc -l < "$OUT_DIR/dict.$SRC.txt") types)"
+log "done: $BIN_DIR (dictionary $(wc -l < "$BIN_DIR/dict.$SRC.txt") types)"

@@ -2,7 +2,7 @@
 # Input:  $OUT_DIR/raw/{split}.{$SRC,$TGT}  (plain text, one sentence per line; train = split "train")
 # Output: $OUT_DIR/tok/    tokenized text (the references of tokenized BLEU)
 #         $OUT_DIR/bpe/ or $OUT_DIR/spm/   subword codes/model and segmented text
-#         $OUT_DIR/dict.*.txt, *.bin/*.idx  fairseq-preprocess with one joined dictionary
+#         $BIN_DIR (default $OUT_DIR/bin)  fairseq-preprocess with one joined dictionary
 # Each stage is skipped when its outputs exist.
 # shellcheck shell=bash
 TOKENIZER=${TOKENIZER:-moses}       # moses (sacremoses, or perl scripts in $MOSES_SCRIPTS) | 13a | none
@@ -17,6 +17,7 @@ BPE_CODES=${BPE_CODES:-}            # reuse existing subword-nmt codes instead o
 VOCAB_SIZE=${VOCAB_SIZE:-32000}     # sentencepiece vocabulary
 SPM_TYPE=${SPM_TYPE:-bpe}
 WORKERS=${WORKERS:-4}
+BIN_DIR=${BIN_DIR:-$OUT_DIR/bin}
 text_tools() { "$PYTHON" "$REPO/recipes/lib/text_tools.py" "$@"; }
 
 mt_tokenize() {  # LANG < in > out
@@ -70,14 +71,14 @@ mt_pipeline() {
   esac
   # 4. binarize: train, valid, then every further split as test, test1, ...
   local last=${splits[-1]}
-  if ! all_exist "$OUT_DIR/dict.$SRC.txt" "$OUT_DIR/$(mt_fairseq_name "$last" "${splits[@]}").$SRC-$TGT.$TGT.bin"; then
+  if ! all_exist "$BIN_DIR/dict.$SRC.txt" "$BIN_DIR/$(mt_fairseq_name "$last" "${splits[@]}").$SRC-$TGT.$TGT.bin"; then
     local tests="" s
     for s in "${splits[@]:2}"; do tests+=${tests:+,}$sub/$s; done
     fairseq-preprocess --source-lang "$SRC" --target-lang "$TGT" --joined-dictionary \
       --trainpref "$sub/$train_name" --validpref "$sub/${splits[1]}" ${tests:+--testpref "$tests"} \
-      --destdir "$OUT_DIR" --workers "$WORKERS"
+      --destdir "$BIN_DIR" --workers "$WORKERS"
   fi
-  log "done: $OUT_DIR (joined dictionary $(wc -l < "$OUT_DIR/dict.$SRC.txt") types; splits ${splits[*]})"
+  log "done: $BIN_DIR (joined dictionary $(wc -l < "$BIN_DIR/dict.$SRC.txt") types; splits ${splits[*]})"
 }
 
 # fairseq's name of the n-th split: train, valid, test, test1, test2, ...
