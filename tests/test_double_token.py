@@ -13,7 +13,7 @@ import fairseq_plugins  # noqa: F401  (registers the task and the model)
 from fairseq.data import Dictionary, LanguagePairDataset
 from fairseq.models import ARCH_CONFIG_REGISTRY
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
-from fairseq_plugins.double_token.dataset import DECODING_TARGET, DecodingOrderDataset, decoder_inputs, reorder_targets
+from fairseq_plugins.double_token.dataset import DECODING_TARGET, DecodingOrderDataset
 from fairseq_plugins.double_token.generator import DoubleTokenGenerator
 from fairseq_plugins.double_token.reorder import (
     TARGET_ORDERS,
@@ -77,20 +77,20 @@ def test_inverse_of_any_generated_sequence(seq, order):
 
 
 def test_batches_carry_both_orders():
+    """Natural ``target`` (references), decoding-order target, shifted decoder inputs."""
     dictionary = _dictionary()
     targets = [torch.tensor(list(range(4, 4 + n)) + [EOD]) for n in (0, 1, 4, 5)]
     sources = [torch.tensor([5, 6, EOD])] * 4
     inner = LanguagePairDataset(sources, [3] * 4, dictionary, targets, [len(t) for t in targets], dictionary)
     batch = DecodingOrderDataset(inner, "bidirectional", dictionary).collater([inner[i] for i in range(4)])
     pad, bos = dictionary.pad(), dictionary.bos()
-    for row, natural in zip(batch[DECODING_TARGET].tolist(), targets):
-        expected = to_decoding_order(natural[:-1].tolist(), "bidirectional", EOD)
-        assert row == expected + [pad] * (len(row) - len(expected))
-    assert torch.equal(batch["target"].ne(pad).sum(1), torch.tensor([len(t) for t in targets]).index_select(0, batch["id"]))
-    prev = batch["net_input"]["prev_output_tokens"]
-    target = batch[DECODING_TARGET]
-    assert prev[:, :2].tolist() == [[bos, EOD]] * 4
-    assert torch.equal(prev[:, 2:][target[:, 2:].ne(pad)], target[:, :-2][target[:, 2:].ne(pad)])
+    target, prev = batch[DECODING_TARGET], batch["net_input"]["prev_output_tokens"]
+    for i, sid in enumerate(batch["id"].tolist()):
+        natural = targets[sid].tolist()
+        assert [t for t in batch["target"][i].tolist() if t != pad] == natural
+        expected = to_decoding_order(natural[:-1], "bidirectional", EOD)
+        assert target[i].tolist() == expected + [pad] * (target.size(1) - len(expected))
+        assert prev[i, : len(expected)].tolist() == [bos, EOD] + expected[:-2]
     assert torch.equal(prev.eq(pad), target.eq(pad))
     assert batch["ntokens"] == int(target.ne(pad).sum())
 
@@ -212,7 +212,8 @@ def test_generator_hypotheses_and_batching(order, beam):
     batch = generator.generate([model], {"net_input": {"src_tokens": src, "src_lengths": src_lengths}})
     for i, hyps in enumerate(batch):
         length = int(src_lengths[i])
-        alone = generator.generate([model], {"net_input": {"src_tokens": src[i:i + 1, -length:], "src_lengths": src_lengths[i:i + 1]}})[0]
+        single = {"net_input": {"src_tokens": src[i:i + 1, -length:], "src_lengths": src_lengths[i:i + 1]}}
+        alone = generator.generate([model], single)[0]
         assert [h["tokens"].tolist() for h in hyps] == [h["tokens"].tolist() for h in alone]
         assert 1 <= len(hyps) <= beam
         assert [float(h["score"]) for h in hyps] == sorted((float(h["score"]) for h in hyps), reverse=True)

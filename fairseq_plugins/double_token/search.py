@@ -107,7 +107,8 @@ def greedy_search(stepper, start, bsz, cfg):
         token_lp = torch.cat([token_lp, best_lp.double().cpu()], dim=1)
         done = best.eq(cfg.eod).any(dim=1).tolist()
         for row in (r for r, d in enumerate(done) if d):
-            results[active[row]].append(_finished(tokens[row, start.numel():].tolist(), token_lp[row].tolist(), cfg.lenpen, step))
+            generated = tokens[row, start.numel():].tolist()
+            results[active[row]].append(_finished(generated, token_lp[row].tolist(), cfg.lenpen, step))
         keep = [r for r, d in enumerate(done) if not d]
         if not keep:
             break

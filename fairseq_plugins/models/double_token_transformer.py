@@ -141,7 +141,8 @@ def _check_model_args(args, task):
         raise PluginError("--arch double_token_transformer* needs --task double_token_translation")
     trained = getattr(args, "target_order", None)
     if trained is not None and trained != order:
-        raise PluginError(f"the model was trained with --target-order {trained}, not {order}; pass the same --target-order")
+        raise PluginError(f"the model was trained with --target-order {trained}, not {order}; "
+                          "pass the same --target-order")
     if getattr(args, "no_token_positional_embeddings", False) or not getattr(args, "decoder_learned_pos", True):
         raise PluginError("double-token decoding needs learned decoder positions (--decoder-learned-pos)")
     return order
