@@ -1,0 +1,156 @@
+"""Sequence-level distillation helper: order, line count, reporting, sharding, resumption."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from fairseq_plugins import distill
+from fairseq_plugins_compat.errors import PluginError
+
+N_LINES, EMPTY_AT, LONG_AT = 60, 20, 40  # 0-based positions of the special lines
+CHUNK = ["--chunk-size", "2", "--max-source-len", "30"]
+
+
+def distill_env():
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+
+
+def run_distill(*args, check=True):
+    proc = subprocess.run([sys.executable, "-m", "fairseq_plugins.distill", *map(str, args)], env=distill_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"distill failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def corpus(reverse_data, tmp_path_factory):
+    """60 source/reference lines with an empty source at line 21 and a 41-token one at 41."""
+    raw = reverse_data.parent / "raw"
+    src = (raw / "train.src").read_text().splitlines()[: N_LINES - 2]
+    ref = (raw / "train.tgt").read_text().splitlines()[: N_LINES - 2]
+    src.insert(EMPTY_AT, "")
+    ref.insert(EMPTY_AT, "w1 w2 reference-of-empty")
+    src.insert(LONG_AT, " ".join(["w3"] * 40))
+    ref.insert(LONG_AT, "reference-of-long")
+    root = tmp_path_factory.mktemp("distill")
+    (root / "in.txt").write_text("\n".join(src) + "\n")
+    (root / "ref.txt").write_text("\n".join(ref) + "\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def sharded_run(corpus, tiny_checkpoint):
+    """An uninterrupted run with 2 worker processes."""
+    out = corpus / "sharded.txt"
+    proc = run_distill("--teacher", tiny_checkpoint, "--input", corpus / "in.txt", "--reference", corpus / "ref.txt",
+                       "--output", out, "--num-shards", 2, *CHUNK)
+    return out, proc.stderr
+
+
+def test_help():
+    proc = run_distill("--help")
+    assert "--num-shards" in proc.stdout and "--reference" in proc.stdout and "resume" in proc.stdout
+
+
+def test_output_has_every_line_in_input_order(corpus, sharded_run, tiny_checkpoint):
+    out, stderr = sharded_run
+    outputs = out.read_text().split("\n")[:-1]
+    sources = (corpus / "in.txt").read_text().split("\n")[:-1]
+    assert len(outputs) == N_LINES
+    assert outputs[EMPTY_AT] == "w1 w2 reference-of-empty" and outputs[LONG_AT] == "reference-of-long"
+    report = Path(f"{out}.report.tsv").read_text().splitlines()
+    assert report == ["line\treason\taction", f"{EMPTY_AT + 1}\tempty_source\treference",
+                      f"{LONG_AT + 1}\ttoo_long(41>30)\treference"]
+    assert "1 empty_source, 1 too_long" in stderr
+    assert not Path(f"{out}.work").exists()  # chunks removed after the merge
+    # every other line is the teacher's translation of the source on the same line
+    translator = distill.Translator([str(tiny_checkpoint)], distill.get_parser().parse_args(
+        ["--teacher", "t", "--input", "i", "--output", "o", "--device", "cpu"]))
+    lines = [i for i in range(N_LINES) if i not in (EMPTY_AT, LONG_AT)]
+    alone = [translator.translate([sources[i]])[0] for i in lines]
+    same = sum(outputs[i] == hyp for i, hyp in zip(lines, alone))
+    assert same >= 0.95 * len(lines) and len(set(alone)) > len(lines) // 2
+
+
+def _chunks_done(work_dir):
+    return len(list(work_dir.glob("chunk-*.txt"))) if work_dir.exists() else 0
+
+
+def test_kill_midway_then_resume_loses_and_duplicates_nothing(corpus, sharded_run, tiny_checkpoint):
+    out, work = corpus / "resumed.txt", corpus / "resumed.txt.work"
+    args = ["--teacher", tiny_checkpoint, "--input", corpus / "in.txt", "--reference", corpus / "ref.txt",
+            "--output", out, *CHUNK]
+    proc = subprocess.Popen([sys.executable, "-m", "fairseq_plugins.distill", *map(str, args), "--num-shards", "1"],
+                            env=distill_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    while _chunks_done(work) < 3 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    n_chunks = N_LINES // 2
+    done = _chunks_done(work)
+    assert 3 <= done < n_chunks and not out.exists()
+    resumed = run_distill(*args, "--num-shards", "2")  # resume with another shard count
+    assert f"resuming: {done} of {n_chunks} chunks already done" in resumed.stderr
+    assert out.read_text() == sharded_run[0].read_text()  # same lines, same order, same count
+
+
+def test_other_settings_refuse_to_resume(tmp_path):
+    (tmp_path / "in.txt").write_text("a b\nc\n")
+    common = ["--teacher", "t.pt", "--input", str(tmp_path / "in.txt"), "--output", str(tmp_path / "out.txt"), "--merge-only"]
+    with pytest.raises(PluginError, match="0 of 1 chunks are not translated yet|1 of 1 chunks"):
+        distill.main(common)
+    with pytest.raises(PluginError, match=r"other settings \(chunk_size\)"):
+        distill.main([*common, "--chunk-size", "1"])
+
+
+def test_reference_with_another_line_count_is_refused(tmp_path):
+    (tmp_path / "in.txt").write_text("a b\nc\n")
+    (tmp_path / "ref.txt").write_text("x\n")
+    with pytest.raises(PluginError, match="--reference has 1 lines, --input 2"):
+        distill.main(["--teacher", "t.pt", "--input", str(tmp_path / "in.txt"), "--reference", str(tmp_path / "ref.txt"),
+                      "--output", str(tmp_path / "o.txt")])
+
+
+class FakeTranslator:
+    def translate(self, lines):
+        return ["" if line == "a" else line.upper() for line in lines]
+
+
+def test_chunk_report_covers_empty_translations_and_fallbacks():
+    lines, refs = ["a", "b c", "", "d e f"], ["ra", "rb", "rc", "rd"]
+    outputs, report = distill.translate_chunk(FakeTranslator(), lines, refs, first_line=10, max_source_len=3)
+    assert outputs == ["ra", "B C", "rc", "rd"]
+    assert report == ["11\tempty_translation\treference", "13\tempty_source\treference", "14\ttoo_long(4>3)\treference"]
+    outputs, report = distill.translate_chunk(FakeTranslator(), lines, None, first_line=0, max_source_len=3)
+    assert outputs == ["", "B C", "", ""] and all(row.endswith("\tempty") for row in report)
+
+
+@pytest.mark.slow
+def test_recipe_distills_and_binarizes_with_the_verifier_dictionary(reverse_data, tiny_checkpoint, tmp_path):
+    raw = reverse_data.parent / "raw"
+    small = tmp_path / "raw"
+    small.mkdir()
+    for split, n in (("train", 30), ("valid", 5), ("test", 5)):
+        for lang in ("src", "tgt"):
+            (small / f"{split}.{lang}").write_text("\n".join((raw / f"{split}.{lang}").read_text().splitlines()[:n]) + "\n")
+    env = {"TEACHER": str(tiny_checkpoint), "RAW": str(small), "SRC": "src", "TGT": "tgt", "DEVICE": "cpu",
+           "VERIFIER_DATA": str(reverse_data), "OUT": str(tmp_path / "out"), "CHUNK_SIZE": "8", "PYTHON": sys.executable}
+    proc = subprocess.run(["bash", str(REPO / "recipes" / "distill.sh")], env={**distill_env(), **env},
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    bin_dir = tmp_path / "out" / "bin"
+    assert (bin_dir / "dict.tgt.txt").read_text() == (reverse_data / "dict.tgt.txt").read_text()
+    from fairseq.data import data_utils
+    from fairseq.data.dictionary import Dictionary
+
+    dataset = data_utils.load_indexed_dataset(str(bin_dir / "train.src-tgt.tgt"), Dictionary.load(str(bin_dir / "dict.tgt.txt")))
+    assert len(dataset) == 30
+    assert len((tmp_path / "out" / "text" / "train.tgt").read_text().splitlines()) == 30
+
