@@ -52,3 +52,25 @@ def test_models_that_do_not_match_their_dictionaries_or_roles(models):
     assert any("the drafter has 24 target embeddings but its dictionary 14 symbols" in p for p in problems)
     assert any("is no block drafter" in p for p in problems)
     assert any("the verifier (BlockDrafterModel) is a block drafter" in p for p in problems)
+
+
+@pytest.mark.slow
+def test_verifier_preset_and_a_drafter_initialised_from_it_are_compatible(reverse_data, tmp_path):
+    """specdec_verifier_tiny trains with stock fairseq-train; a drafter initialised from it passes."""
+    from fairseq import checkpoint_utils
+
+    from conftest import PLUGIN_DIR, TRAIN_FLAGS, run_cli
+
+    run_cli("fairseq-train", reverse_data, "--user-dir", PLUGIN_DIR, "--arch", "specdec_verifier_tiny",
+            "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", *TRAIN_FLAGS,
+            "--max-update", 5, "--save-dir", tmp_path / "verifier", "--no-epoch-checkpoints")
+    verifier_path = tmp_path / "verifier" / "checkpoint_last.pt"
+    run_cli("fairseq-train", reverse_data, "--user-dir", PLUGIN_DIR, "--task", "speculative_translation",
+            "--arch", "block_drafter_tiny", "--criterion", "glancing_block_loss", *TRAIN_FLAGS, "--max-update", 5,
+            "--init-from-verifier", verifier_path, "--save-dir", tmp_path / "drafter", "--no-epoch-checkpoints")
+    verifiers, _, verifier_task = checkpoint_utils.load_model_ensemble_and_task([str(verifier_path)])
+    drafters, _, drafter_task = checkpoint_utils.load_model_ensemble_and_task([str(tmp_path / "drafter" / "checkpoint_last.pt")])
+    assert verifiers[0].encoder.embed_positions.__class__.__name__ == "SinusoidalPositionalEmbedding"
+    assert verifiers[0].max_positions() == (256, 256) and drafters[0].max_positions() == (256, 260)
+    check_compatibility(drafters[0], verifiers[0], drafter_task.target_dictionary, verifier_task.target_dictionary,
+                        block_size=drafters[0].block_size)

@@ -39,6 +39,7 @@ def test_drafter_adopts_the_verifier_encoder_options(initialised):
     assert before.encoder_learned_pos is True and before.activation_fn == "gelu"
     assert args.encoder_learned_pos is False and args.activation_fn == "relu"
     assert args.decoder_learned_pos is True  # the drafter's own decoder keeps its option
+    assert args.max_source_positions == 1024 and args.max_target_positions == 1024 + 4  # verifier's + k
     assert args.verifier_init_applied is True
 
 

@@ -74,5 +74,6 @@ def test_console_training_from_a_verifier_then_loading_without_it(reverse_data, 
 @pytest.mark.skipif("drafter-only" not in DECODERS, reason="the drafter-only decoder is not written yet")
 def test_validation_drafter_bleu(reverse_data, tmp_path):
     log = train_drafter(reverse_data, tmp_path, 10, "--decoding", "drafter-only", "--eval-bleu",
+                        "--eval-bleu-args", '{"max_len_a": 1.2, "max_len_b": 10}',
                         "--validate-interval", "1", "--max-epoch", "2")
     assert re.search(r"valid on 'valid' subset .*bleu [\d.]+", log), log[-3000:]

@@ -65,6 +65,11 @@ def adopt_verifier_encoder(args):
         if getattr(args, name, None) != value:
             logger.info("drafter %s: %r -> %r (taken from the verifier)", name, getattr(args, name, None), value)
             setattr(args, name, value)
+    needed = verifier.get("max_target_positions") or 0
+    if needed and args.max_target_positions < needed + args.block_size:  # draft after any verifier prefix
+        logger.info("drafter max_target_positions: %d -> %d (verifier's + block size)",
+                    args.max_target_positions, needed + args.block_size)
+        args.max_target_positions = needed + args.block_size
     if args.share_all_embeddings and args.decoder_embed_dim != args.encoder_embed_dim:
         raise PluginError(
             f"--share-all-embeddings: the drafter's decoder dim {args.decoder_embed_dim} differs from the "
