@@ -1,0 +1,139 @@
+"""Recipes: the DRY_RUN chain (data -> train -> average -> generate -> evaluate) on a tiny
+synthetic slice, CPU only and without network; the paper settings' batch arithmetic with a
+stub fairseq-train; the repetition ratio and the compound splitting."""
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN_DIR, REPO
+
+from fairseq_plugins.bench.repetition import count_repetitions, fairseq_hypotheses, repetition_ratio
+
+RECIPES = REPO / "recipes"
+EN_DE = {"the": "die", "a": "eine", "man": "Mann", "woman": "Frau", "dog": "Hund", "sees": "sieht",
+         "big": "grosse", "small": "kleine", "house": "Haus", "car": "Auto", "red": "rote",
+         "well-known": "bekannte", "state-of-the-art": "moderne", "and": "und", "runs": "laeuft"}
+
+
+def recipe(script, env, timeout=300):
+    """Run a recipe with bash; return stdout (raises with the log tail on failure)."""
+    path = os.pathsep.join([str(BIN_DIR), os.environ.get("PATH", "")])
+    full_env = {**os.environ, "PATH": path, "OMP_NUM_THREADS": "1", "WORKERS": "1", **env}
+    proc = subprocess.run(["bash", str(RECIPES / script)], env=full_env, cwd=REPO, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    assert proc.returncode == 0, f"{script} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    return proc.stdout, proc.stderr
+
+
+def write_parallel(path_en, path_de, n, rng):
+    words = list(EN_DE)
+    with open(path_en, "w") as fe, open(path_de, "w") as fd:
+        for _ in range(n):
+            sent = [rng.choice(words) for _ in range(rng.randint(2, 9))]
+            fe.write(" ".join(sent).capitalize() + ".\n")
+            fd.write(" ".join(EN_DE[w] for w in sent).capitalize() + ".\n")
+
+
+@pytest.fixture(scope="module")
+def wmt_slice(tmp_path_factory):
+    """Stand-in for the local WMT14 copy: newstest2013 (260 lines) and newstest2014 (50)."""
+    root = tmp_path_factory.mktemp("wmt")
+    rng = random.Random(0)
+    write_parallel(root / "newstest2013.en", root / "newstest2013.de", 260, rng)
+    write_parallel(root / "newstest2014.en", root / "newstest2014.de", 50, rng)
+    return root
+
+
+@pytest.mark.slow
+def test_dry_run_chain(wmt_slice, tmp_path):
+    out, ckpt = tmp_path / "wmt14", tmp_path / "ckpt"
+    common = {"DRY_RUN": "1", "OUT_DIR": str(out), "SETTING": "wmt14-ende-verifier",
+              "DATA": str(out / "bin"), "SAVE_DIR": str(ckpt)}
+    recipe("data/prepare-wmt14-ende.sh", {**common, "WMT_DIR": str(wmt_slice), "DRY_BPE_OPS": "100"})
+    assert (out / "bin" / "dict.en.txt").exists() and (out / "bin" / "test.en-de.de.bin").exists()
+    assert sum(1 for _ in open(out / "raw" / "train.en")) == 200
+    assert (out / "bpe" / "code").exists()
+
+    _, err = recipe("train-verifier.sh", {**common, "DRY_MAX_EPOCH": "2"})
+    assert "tokens/update" in err
+    assert (ckpt / "checkpoint2.pt").exists() and (ckpt / "checkpoint_avg2.pt").exists()
+
+    stdout, _ = recipe("generate.sh", {**common, "CHECKPOINT": str(ckpt / "checkpoint_avg2.pt")})
+    gen = Path(stdout.strip().splitlines()[-1])
+    assert gen.exists() and sum(line.startswith("H-") for line in open(gen)) == 50
+
+    stdout, _ = recipe("evaluate-bleu.sh", {"GEN": str(gen), "TGT_LANG": "de", "DETOK": "none",
+                                            "REF_RAW": str(out / "raw" / "test.de")})
+    scores = dict(line.split("=", 1) for line in stdout.strip().splitlines() if "=" in line)
+    assert scores["sentences"] == "50"
+    assert 0.0 <= float(scores["tokenized_bleu"]) <= 100.0
+    assert 0.0 <= float(scores["sacrebleu"]) <= 100.0
+    assert 0.0 <= float(scores["repetition_ratio"]) <= 1.0
+    assert "compound_split=1" in scores["tokenized_bleu_line"]
+
+
+def test_dry_run_multi30k_sentencepiece(tmp_path):
+    raw = tmp_path / "multi30k" / "raw"
+    raw.mkdir(parents=True)
+    rng = random.Random(1)
+    for split, n in (("train", 120), ("val", 20), ("test_2016_flickr", 20), ("test_2017_flickr", 20)):
+        write_parallel(raw / f"{split}.en", raw / f"{split}.de", n, rng)
+    out = tmp_path / "out"
+    recipe("data/prepare-multi30k.sh", {"DRY_RUN": "1", "MULTI30K_DIR": str(raw.parent), "OUT_DIR": str(out),
+                                        "DRY_VOCAB_SIZE": "60"})
+    for name in ("dict.en.txt", "train.en-de.en.bin", "test1.en-de.de.bin"):
+        assert (out / "bin" / name).exists(), name
+    assert (out / "raw" / "test.de").read_text() == (raw / "test_2016_flickr.de").read_text()
+    assert (out / "spm" / "spm.model").exists()
+
+
+@pytest.fixture
+def stub_bin(tmp_path):
+    """fairseq-train and torchrun stubs that print their command line."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    for name in ("fairseq-train", "torchrun"):
+        (stub / name).write_text(f'#!/usr/bin/env bash\necho {name} "$@"\n')
+        (stub / name).chmod(0o755)
+    return stub
+
+
+def stub_train(stub_bin, **env):
+    path = os.pathsep.join([str(stub_bin), str(BIN_DIR), os.environ.get("PATH", "")])
+    proc = subprocess.run(["bash", str(RECIPES / "train-at.sh")], text=True, capture_output=True, cwd=REPO,
+                          env={**os.environ, "PATH": path, "DRY_RUN": "0", **env}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+@pytest.mark.parametrize("ngpus,nnodes,freq", [(8, 1, 4), (4, 1, 8), (1, 1, 32), (8, 2, 2)])
+def test_paper_batch_kept_for_any_gpu_count(stub_bin, tmp_path, ngpus, nnodes, freq):
+    argv = stub_train(stub_bin, SETTING="wmt14-ende-verifier", NGPUS=str(ngpus), NNODES=str(nnodes),
+                      SAVE_DIR=str(tmp_path / "s"), LAUNCHER="torchrun" if nnodes > 1 else "local")
+    opt = lambda name: argv[argv.index(name) + 1]  # noqa: E731
+    assert int(opt("--update-freq")) == freq and int(opt("--max-tokens")) == 20000
+    assert ngpus * nnodes * 20000 * freq == 8 * 20000 * 4          # Table 7: 8 V100 x 20k x 4
+    assert opt("--lr") == "1e-3" and opt("--clip-norm") == "3.0" and opt("--weight-decay") == "0.00001"
+    assert opt("--warmup-updates") == "4000" and opt("--max-update") == "100000"
+    assert "--fp16" in argv and "--share-all-embeddings" in argv
+    if nnodes > 1:
+        assert argv[0] == "torchrun" and opt("--nnodes") == "2"
+
+
+def test_repetition_ratio():
+    assert count_repetitions("a a b b b c".split()) == 3
+    assert repetition_ratio(["a a b", "c d"]) == pytest.approx(1 / 5)
+    assert repetition_ratio(["x@@ y x@@ y"]) == pytest.approx(1 / 2)        # words: "xy xy"
+    assert repetition_ratio(["x@@ y x@@ y"], unit="subword") == 0.0
+    assert repetition_ratio([]) == 0.0
+    assert fairseq_hypotheses(["H-1\t-1\tb b", "S-0\tq", "H-0\t-2\ta"]) == ["a", "b b"]
+
+
+def test_compound_split():
+    proc = subprocess.run([sys.executable, str(RECIPES / "lib" / "text_tools.py"), "compound-split"],
+                          input="ein well-known state-of-the-art Test\n", text=True, capture_output=True)
+    assert proc.stdout == "ein well ##AT##-##AT## known state ##AT##-##AT## of ##AT##-##AT## the ##AT##-##AT## art Test\n"
