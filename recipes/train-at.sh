@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Train an autoregressive transformer (verifier, teacher, GEC model) with stock fairseq-train.
-#   DATA=/work/runs/multi30k SAVE_DIR=/work/runs/multi30k/verifier bash recipes/train-at.sh
+#   DATA=/work/runs/multi30k/bin SAVE_DIR=/work/runs/multi30k/verifier bash recipes/train-at.sh
 #   SETTING=wmt14-ende-verifier bash recipes/train-at.sh        # presets: recipes/settings/*.sh
 # Every option below is an env var; a SETTING file only changes defaults (env still wins).
 # Launchers (LAUNCHER): local   - one process; fairseq itself uses every visible GPU
