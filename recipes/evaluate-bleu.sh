@@ -2,7 +2,7 @@
 # BLEU of a fairseq-generate output, the ways the papers report it, plus the repetition ratio.
 #   GEN=gen.txt TGT_LANG=de REF_RAW=/work/runs/wmt14-ende/raw/test.de bash recipes/evaluate-bleu.sh
 #   GEN=gen.txt TGT_LANG=de SACREBLEU_TEST=wmt14/full LANGPAIR=en-de bash recipes/evaluate-bleu.sh
-# 1. tokenized BLEU (fairseq-score = multi-bleu) of the H lines against the T lines, both after
+# 1. tokenized BLEU (multi-bleu.perl: sacreBLEU -tok none -s none) of the H lines against the T lines, both after
 #    --remove-bpe; for WMT14 en-de with compound splitting (a-b -> a ##AT##-##AT## b, as
 #    fairseq's compound_split_bleu.sh and the NAT/SpecDec papers);
 # 2. sacreBLEU of the detokenized hypotheses against plain references (REF_RAW or SACREBLEU_TEST);
@@ -29,13 +29,13 @@ scores=$GEN.scores
 echo "sentences=$(wc -l < "$GEN.hyp")" > "$scores"
 
 # 1. tokenized BLEU
+hyp=$GEN.hyp ref=$GEN.ref
 if [ "$COMPOUND_SPLIT" = 1 ]; then
   text_tools compound-split < "$GEN.hyp" > "$GEN.hyp.cs"; text_tools compound-split < "$GEN.ref" > "$GEN.ref.cs"
-  tok_bleu=$(fairseq-score --sys "$GEN.hyp.cs" --ref "$GEN.ref.cs" 2>/dev/null | grep '^BLEU')
-else
-  tok_bleu=$(fairseq-score --sys "$GEN.hyp" --ref "$GEN.ref" 2>/dev/null | grep '^BLEU')
+  hyp=$GEN.hyp.cs ref=$GEN.ref.cs
 fi
-echo "tokenized_bleu=$(echo "$tok_bleu" | sed -E 's/^BLEU4 = ([0-9.]+),.*/\1/')" >> "$scores"
+tok_bleu=$(sacrebleu "$ref" -i "$hyp" -tok none -s none --force -w 2 -f text 2>/dev/null | tail -n 1)
+echo "tokenized_bleu=$(echo "$tok_bleu" | sed -E "s/^[^=]*= ([0-9.]+) .*/\\1/")" >> "$scores"
 echo "tokenized_bleu_line=$tok_bleu (compound_split=$COMPOUND_SPLIT)" >> "$scores"
 
 # 2. sacreBLEU
@@ -52,6 +52,6 @@ if [ -n "$REF_RAW" ] || [ -n "$SACREBLEU_TEST" ]; then
 fi
 
 # 3. repetition ratio (words of the tokenized output)
-rep=$("$PYTHON" -m fairseq_plugins.bench.repetition "$GEN.hyp" --json 2>/dev/null | tail -n 1)
+rep=$("$PYTHON" "$REPO/fairseq_plugins/bench/repetition.py" "$GEN.hyp" --json)  # standalone: no fairseq import
 echo "repetition_ratio=$(echo "$rep" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["repetition_ratio"])')" >> "$scores"
 cat "$scores"
