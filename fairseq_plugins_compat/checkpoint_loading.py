@@ -93,7 +93,7 @@ def safe_load(f, map_location=None, path="<checkpoint>"):
         raise CheckpointError(f"{path}: not a PyTorch checkpoint ({_first_line(error)})") from None
     except (KeyError, UnicodeDecodeError):  # torch's legacy (non-zip) reader on arbitrary bytes
         raise CheckpointError(f"{path}: not a PyTorch checkpoint file") from None
-    except (RuntimeError, EOFError, ValueError, zipfile.BadZipFile) as error:
+    except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile) as error:
         raise CheckpointError(f"{path}: unreadable or truncated checkpoint ({_first_line(error)})") from None
 
 

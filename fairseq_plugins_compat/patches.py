@@ -4,7 +4,9 @@ Each ``patch_*`` function is called by the post-import hook of
 :mod:`fairseq_plugins_compat.startup` with the freshly imported module, checks the
 version that needs it and is a no-op elsewhere.  The README lists each with its reason.
 """
+import argparse
 import logging
+import sys
 import types
 
 import torch
@@ -54,11 +56,12 @@ def _import_saved_user_dir(state):
 
     cfg = state.get("cfg") if isinstance(state, dict) else None
     common = cfg.get("common") if cfg is not None else None
-    if common is not None and common.get("user_dir"):
+    user_dir = common.get("user_dir") if common is not None else None
+    if user_dir:
         try:
-            utils.import_user_module(common)
+            utils.import_user_module(argparse.Namespace(user_dir=user_dir))
         except (FileNotFoundError, ImportError):
-            logger.warning("could not import the checkpoint's user dir %s", common.get("user_dir"))
+            logger.warning("could not import the checkpoint's user dir %s", user_dir)
 
 
 def patch_checkpoint_utils(module):
@@ -129,6 +132,33 @@ def patch_distributed_model(module):
             super().__init__(module, device_ids=device_ids, output_device=output_device, **kwargs)
 
     module.DistributedDataParallel = DistributedDataParallel
+
+
+# -- --help that lists the options of the chosen --task/--arch ---------------------------------
+
+HELP_FLAGS = ("-h", "--help")
+
+
+def patch_options(module):
+    """fairseq parses ``--help`` before it adds the options of ``--task``, ``--arch``,
+    ``--criterion``...: their options never appear.  Parse without it, then print the
+    help of the completed parser."""
+    if not is_fairseq_0_12():
+        return
+    original = module.parse_args_and_arch
+
+    def parse_args_and_arch(parser, input_args=None, parse_known=False, suppress_defaults=False, modify_parser=None):
+        args = sys.argv[1:] if input_args is None else list(input_args)
+        if not any(a in HELP_FLAGS for a in args):
+            return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+        try:
+            original(parser, [a for a in args if a not in HELP_FLAGS], True, suppress_defaults, modify_parser)
+        except (SystemExit, Exception):  # e.g. no data dir or --arch yet: show what we have
+            pass
+        parser.print_help()
+        sys.exit(0)
+
+    module.parse_args_and_arch = parse_args_and_arch
 
 
 # -- fairseq-score ---------------------------------------------------------------------------

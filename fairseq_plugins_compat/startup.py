@@ -114,6 +114,7 @@ def install():
                 "fairseq.checkpoint_utils": _run_patch("patch_checkpoint_utils"),
                 "fairseq.modules.transformer_layer": _run_patch("patch_transformer_layer"),
                 "fairseq.models.distributed_fairseq_model": _run_patch("patch_distributed_model"),
+                "fairseq.options": _run_patch("patch_options"),
                 "fairseq_cli.score": _run_patch("patch_score_cli"),
             }
         ),

@@ -35,6 +35,19 @@ TRAIN_FLAGS = [
 ]
 
 
+def _installed_compat_is_current():
+    """The shims load from site-packages at interpreter start (.pth), not from the tree."""
+    import fairseq_plugins_compat
+
+    installed = Path(fairseq_plugins_compat.__file__).parent
+    return all((installed / f.name).exists() and (installed / f.name).read_bytes() == f.read_bytes()
+               for f in (REPO / "fairseq_plugins_compat").glob("*.py"))
+
+
+if not _installed_compat_is_current():
+    pytest.exit("the installed fairseq_plugins_compat differs from the working tree: run `bash install.sh`", returncode=2)
+
+
 def cli(name):
     """Path of an installed console script (``fairseq-train`` etc.)."""
     path = BIN_DIR / name

@@ -63,7 +63,8 @@ class SpeculativeGenerator:
     """fairseq generator interface: ``generate(models, sample) -> List[List[hypothesis]]``."""
 
     def __init__(self, verifier, tgt_dict, drafter, cfg: SpeculativeConfig, stats: DecodingStats = None):
-        self.verifier = verifier.eval()
+        self.verifier = verifier
+        verifier.eval()
         self.drafter = drafter
         self.cfg = cfg
         self.pad, self.eos, self.unk = tgt_dict.pad(), tgt_dict.eos(), tgt_dict.unk()

@@ -23,7 +23,8 @@ class BlockDrafter(Drafter):
     """Adapts a trained block NAT drafter model (``propose(encoder_out, prefix, lengths, k)``)."""
 
     def __init__(self, model):
-        self.model = model.eval()
+        self.model = model
+        model.eval()
         self.encoder_out = None
 
     def start(self, src_tokens, src_lengths, max_len):

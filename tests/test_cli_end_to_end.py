@@ -1,0 +1,113 @@
+"""The stock console scripts, run as subprocesses, with and without the plugin.
+
+A fake ``torchaudio`` that raises OSError on import (as the CUDA build does on CPU-only
+machines) is put first on PYTHONPATH: no translation path may import it.
+"""
+import re
+
+import pytest
+
+from conftest import PLUGIN_DIR, TINY_TRANSFORMER, TRAIN_FLAGS, run_cli, train
+
+
+@pytest.fixture(scope="module")
+def no_torchaudio(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fake_torchaudio")
+    (root / "torchaudio").mkdir()
+    (root / "torchaudio" / "__init__.py").write_text("raise OSError('torchaudio must not be imported')\n")
+    import os
+
+    return {"PYTHONPATH": os.pathsep.join([str(root), str(PLUGIN_DIR.parent)])}
+
+
+def hypotheses(output):
+    """{sentence id: hypothesis text} from fairseq-generate's H lines."""
+    return {int(m.group(1)): m.group(2) for m in re.finditer(r"^H-(\d+)\t\S+\t(.*)$", output, re.M)}
+
+
+def generate(data, checkpoint, *args, env=None):
+    proc = run_cli("fairseq-generate", data, "--path", checkpoint, "--gen-subset", "test", "--max-len-b", 30, *args, env=env)
+    return proc.stdout
+
+
+@pytest.mark.slow
+def test_train_generate_interactive_score(reverse_data, tiny_checkpoint, tmp_path, no_torchaudio):
+    beam1 = generate(reverse_data, tiny_checkpoint, "--beam", 1, "--batch-size", 8, env=no_torchaudio)
+    beam5 = generate(reverse_data, tiny_checkpoint, "--beam", 5, "--batch-size", 8, env=no_torchaudio)
+    assert len(hypotheses(beam1)) == len(hypotheses(beam5)) == 24
+    assert "BLEU4 =" in beam5
+    sys_file, ref_file = tmp_path / "sys.txt", tmp_path / "ref.txt"
+    hyps = hypotheses(beam5)
+    refs = {int(m.group(1)): m.group(2) for m in re.finditer(r"^T-(\d+)\t(.*)$", beam5, re.M)}
+    sys_file.write_text("".join(hyps[i] + "\n" for i in sorted(hyps)))
+    ref_file.write_text("".join(refs[i] + "\n" for i in sorted(refs)))
+    assert re.search(r"BLEU4 = [\d.]+", run_cli("fairseq-score", "-s", sys_file, "-r", ref_file, env=no_torchaudio).stdout)
+    assert re.search(r"BLEU = [\d.]+", run_cli("fairseq-score", "-s", sys_file, "-r", ref_file, "--sacrebleu").stdout)
+    sentence_lines = run_cli("fairseq-score", "-s", sys_file, "-r", ref_file, "--sentence-bleu").stdout
+    assert len(re.findall(r"^\d+ BLEU4 = ", sentence_lines, re.M)) == 24
+    interactive = run_cli("fairseq-interactive", reverse_data, "--path", tiny_checkpoint, "--beam", 5,
+                          "--source-lang", "src", "--target-lang", "tgt", input="w1 w2 w3\nw4\n", env=no_torchaudio).stdout
+    assert len(re.findall(r"^H-\d+\t", interactive, re.M)) == 2
+
+
+@pytest.mark.slow
+def test_pre_norm_transformer_trains_and_generates(reverse_data, tmp_path, no_torchaudio):
+    checkpoint = train(reverse_data, tmp_path / "prenorm", max_update=20,
+                       extra=["--encoder-normalize-before", "--decoder-normalize-before"])
+    assert len(hypotheses(generate(reverse_data, checkpoint, "--beam", 5, env=no_torchaudio))) == 24
+
+
+@pytest.mark.slow
+def test_eval_bleu_training_resume_and_average(reverse_data, tmp_path):
+    save = tmp_path / "bleu"
+    bleu_flags = ["--eval-bleu", "--eval-bleu-args", '{"beam": 1, "max_len_b": 20}',
+                  "--best-checkpoint-metric", "bleu", "--maximize-best-checkpoint-metric"]
+    train(reverse_data, save, max_update=20, extra=bleu_flags)
+    resumed = run_cli("fairseq-train", reverse_data, *TINY_TRANSFORMER, *TRAIN_FLAGS, "--max-update", 40,
+                      "--save-dir", save, *bleu_flags)
+    assert "Loaded checkpoint" in resumed.stdout + resumed.stderr
+    epochs = sorted(save.glob("checkpoint[0-9]*.pt"))
+    assert len(epochs) >= 3
+    averaged = tmp_path / "averaged.pt"
+    run_cli("fairseq-average-checkpoints", "--inputs", save, "--num-epoch-checkpoints", 3, "--output", averaged)
+    assert len(hypotheses(generate(reverse_data, averaged, "--beam", 1))) == 24
+
+
+@pytest.mark.slow
+def test_distributed_training_with_two_cpu_processes(reverse_data, tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    from conftest import cli
+
+    proc = run_cli("torchrun", "--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port", port,
+                   cli("fairseq-train"), reverse_data, *TINY_TRANSFORMER, *TRAIN_FLAGS, "--max-update", 12,
+                   "--save-dir", tmp_path / "ddp", "--distributed-world-size", 2, "--distributed-backend", "gloo")
+    log = proc.stdout + proc.stderr
+    assert "initialized host" in log and "rank 1" in log
+    assert "num_updates 12" in log
+    assert (tmp_path / "ddp" / "checkpoint_last.pt").exists()
+
+
+@pytest.mark.parametrize("path_kind,message", [
+    ("text", "not a PyTorch checkpoint"),
+    ("truncated", "truncated checkpoint"),
+    ("tensor", "not a fairseq checkpoint"),
+])
+def test_bad_checkpoint_gives_one_line_error(reverse_data, tiny_checkpoint, tmp_path, path_kind, message):
+    import torch
+
+    bad = tmp_path / "bad.pt"
+    if path_kind == "text":
+        bad.write_text("hello\n")
+    elif path_kind == "truncated":
+        bad.write_bytes(tiny_checkpoint.read_bytes()[:5000])
+    else:
+        torch.save(torch.zeros(3), bad)
+    proc = run_cli("fairseq-generate", reverse_data, "--path", bad, check=False)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1].startswith("fairseq-generate: error: ")
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr

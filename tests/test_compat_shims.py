@@ -1,0 +1,199 @@
+"""One unit test (at least) per compatibility shim of fairseq_plugins_compat."""
+import argparse
+import dataclasses
+import os
+import pickle
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+import torch
+
+from fairseq_plugins_compat import checkpoint_loading, patches, score, startup
+from fairseq_plugins_compat.checkpoint_loading import CheckpointError, UnsafeCheckpointError
+
+
+# -- 1. dataclass instance defaults on Python >= 3.11 ------------------------------------------
+
+def _define_config(module_name):
+    @dataclasses.dataclass
+    class Inner:
+        x: int = 1
+
+    namespace = {"__module__": module_name, "__annotations__": {"inner": Inner}, "inner": Inner()}
+    return dataclasses.dataclass(type("Outer", (), namespace)), Inner
+
+
+def test_dataclass_shim_is_needed_from_311_only():
+    assert startup.needs_dataclass_default_shim((3, 11, 0))
+    assert not startup.needs_dataclass_default_shim((3, 10, 9))
+
+
+def test_fairseq_configs_keep_instance_defaults():
+    outer, inner = _define_config("fairseq.dataclass.fake")
+    field = dataclasses.fields(outer)[0]
+    assert isinstance(field.default, inner)  # a real default, as fairseq's hydra_init reads it
+    assert inner.__hash__ is None  # the class is left unhashable afterwards
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="Python < 3.11 allows these defaults anyway")
+def test_other_modules_still_get_pythons_check():
+    with pytest.raises(ValueError, match="mutable default"):
+        _define_config("someone_else.module")
+
+
+def test_startup_hook_is_installed_in_site_packages():
+    pth = Path(sysconfig.get_paths()["purelib"]) / "fairseq_plugins_compat.pth"
+    assert pth.read_text().strip() == "import fairseq_plugins_compat.startup as s; s.install()"
+    fresh = subprocess.run([sys.executable, "-c", "import fairseq.models.transformer, fairseq_cli.train; print('ok')"],
+                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ""})
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+
+
+# -- 2. checkpoint loading on torch >= 2.6 ------------------------------------------------------
+
+def test_safe_loading_needed_from_torch_26():
+    assert checkpoint_loading.needs_safe_loading_shim("2.6.0")
+    assert checkpoint_loading.needs_safe_loading_shim("2.13.0+cpu")
+    assert not checkpoint_loading.needs_safe_loading_shim("2.5.1")
+
+
+def _save(tmp_path, obj, name="ckpt.pt"):
+    path = tmp_path / name
+    torch.save(obj, path)
+    return str(path)
+
+
+def test_allowlisted_checkpoint_loads(tmp_path):
+    import numpy as np
+
+    state = {"model": {"w": torch.ones(2)}, "cfg": {"model": argparse.Namespace(arch="transformer")},
+             "extra_state": {"best": np.float64(1.5), "arr": np.arange(3)}}
+    loaded = checkpoint_loading.load_checkpoint_file(_save(tmp_path, state))
+    assert loaded["cfg"]["model"].arch == "transformer"
+    assert float(loaded["extra_state"]["best"]) == 1.5
+
+
+class _NotAllowed:
+    def __reduce__(self):
+        return (os.getcwd, ())  # harmless, but code all the same
+
+
+def test_checkpoint_carrying_code_is_refused_with_the_class_and_opt_in(tmp_path, monkeypatch):
+    path = _save(tmp_path, {"model": {}, "cfg": {}, "x": _NotAllowed()})
+    with pytest.raises(UnsafeCheckpointError, match=r"posix.getcwd.*FAIRSEQ_PLUGINS_TRUST_CHECKPOINTS=1"):
+        checkpoint_loading.load_checkpoint_file(path)
+    monkeypatch.setenv(checkpoint_loading.TRUST_ENV_VAR, "1")
+    assert checkpoint_loading.load_checkpoint_file(path)["x"] == os.getcwd()
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"hello, not a checkpoint\n", "not a PyTorch checkpoint"),
+    (None, "truncated"),
+])
+def test_bad_files_give_one_line_errors(tmp_path, content, message):
+    path = tmp_path / "bad.pt"
+    if content is None:
+        good = _save(tmp_path, {"model": {"w": torch.zeros(100)}, "cfg": {}}, "good.pt")
+        content = Path(good).read_bytes()[:200]
+    path.write_bytes(content)
+    with pytest.raises(CheckpointError, match=message) as error:
+        checkpoint_loading.load_checkpoint_file(str(path))
+    assert "\n" not in str(error.value)
+
+
+def test_non_fairseq_pickle_is_rejected(tmp_path):
+    with pytest.raises(CheckpointError, match="not a fairseq checkpoint"):
+        checkpoint_loading.load_checkpoint_file(_save(tmp_path, {"weights": torch.zeros(1)}))
+
+
+def test_fairseq_checkpoint_utils_uses_the_safe_loader(tmp_path):
+    from fairseq import checkpoint_utils
+
+    assert isinstance(checkpoint_utils.torch, patches._TorchWithSafeLoad)
+    path = _save(tmp_path, {"model": {}, "cfg": None, "x": _NotAllowed()})
+    with pytest.raises(UnsafeCheckpointError):
+        checkpoint_utils.load_checkpoint_to_cpu(path)
+
+
+def test_saved_user_dir_is_imported(tmp_path):
+    plugin = tmp_path / "my_plugin_for_test"
+    plugin.mkdir()
+    (plugin / "__init__.py").write_text("IMPORTED = True\n")
+    patches._import_saved_user_dir({"cfg": {"common": {"user_dir": str(plugin)}}})
+    assert sys.modules["my_plugin_for_test"].IMPORTED
+
+
+# -- 3. encoder BetterTransformer fast path -----------------------------------------------------
+
+def _encoder_layer(normalize_before=False):
+    from fairseq.models.transformer import TransformerConfig
+    from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+
+    cfg = TransformerConfig()
+    cfg.encoder.embed_dim, cfg.encoder.ffn_embed_dim, cfg.encoder.attention_heads = 16, 32, 2
+    cfg.encoder.normalize_before = normalize_before
+    return TransformerEncoderLayerBase(cfg)
+
+
+def test_encoder_layer_has_no_fastpath_parameters():
+    layer = _encoder_layer()
+    names = {name for name, _ in layer.named_parameters()}
+    assert not names & set(patches.BT_PARAMETER_NAMES)
+    assert layer.BT_version is False
+
+
+def test_post_norm_encoder_runs_in_eval_and_every_parameter_gets_a_gradient():
+    layer = _encoder_layer()
+    x = torch.randn(5, 2, 16)
+    mask = torch.tensor([[False] * 5, [True] + [False] * 4])
+    layer.train()
+    layer(x, mask).sum().backward()
+    assert all(p.grad is not None for p in layer.parameters())  # DDP-safe
+    layer.eval()
+    state = layer.state_dict()
+    stock_state = {**state, **{name: torch.zeros(1) for name in patches.BT_PARAMETER_NAMES}}
+    layer.load_state_dict(stock_state)  # checkpoints saved by stock fairseq still load
+    assert layer(x, mask).shape == x.shape
+
+
+# -- 4. DDP on CPU ------------------------------------------------------------------------------
+
+def test_cpu_ddp_ignores_device_ids(tmp_path):
+    import torch.distributed as dist
+    from fairseq.models import distributed_fairseq_model
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
+    try:
+        wrapped = distributed_fairseq_model.DistributedDataParallel(torch.nn.Linear(2, 2), device_ids=[0], output_device=0)
+        assert isinstance(wrapped, torch.nn.parallel.DistributedDataParallel)
+    finally:
+        dist.destroy_process_group()
+
+
+# -- 5. fairseq-score with sacrebleu 2.x --------------------------------------------------------
+
+def test_score_shim_needed_for_sacrebleu_2():
+    assert score.needs_score_shim("2.4.0")
+    assert not score.needs_score_shim("1.5.1")
+
+
+def test_fairseq_score_cli_main_is_replaced():
+    import fairseq_cli.score
+
+    assert fairseq_cli.score.cli_main.__module__ == "fairseq_plugins_compat.score"
+
+
+# -- 6. --help lists the options of --task/--arch -----------------------------------------------
+
+def test_help_includes_task_and_model_options(capsys):
+    from fairseq import options
+
+    parser = options.get_training_parser()
+    with pytest.raises(SystemExit) as exit_info:
+        options.parse_args_and_arch(parser, ["data", "--task", "translation", "--arch", "transformer", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--eval-bleu" in out and "--encoder-layers" in out  # task- and model-specific
