@@ -1,0 +1,93 @@
+"""Python API: load a verifier (and drafter) once, translate lists of strings.
+
+    from fairseq_plugins.api import Translator
+    translator = Translator.load("verifier.pt", "data-bin/", drafter="drafter.pt",
+                                 decoding="specdec", sentencepiece_model="spm.model")
+    translator.translate(["Ein Mann fährt Fahrrad ."])
+
+Any ``--decoding`` of the plugin works (``beam`` is fairseq's own search).
+"""
+from dataclasses import dataclass
+from typing import List, Optional
+
+import torch
+from omegaconf import OmegaConf
+
+import fairseq_plugins  # noqa: F401  (registers the task and the decoders)
+from fairseq_plugins_compat.errors import PluginError
+
+
+@dataclass
+class GenerationOptions:
+    """The fairseq-generate options the decoders read (``cfg.generation``)."""
+
+    beam: int = 1
+    nbest: int = 1
+    max_len_a: float = 0.0
+    max_len_b: int = 200
+    min_len: int = 1
+    lenpen: float = 1.0
+    unkpen: float = 0.0
+    unnormalized: bool = False
+
+
+class Translator:
+    """A loaded task + verifier + generator; ``translate`` takes and returns strings."""
+
+    def __init__(self, task, models, generator, sentencepiece=None):
+        self.task, self.models, self.generator = task, models, generator
+        self.sentencepiece = sentencepiece
+
+    @classmethod
+    def load(cls, verifier: str, data: str, drafter: Optional[str] = None, decoding: str = "specdec",
+             source_lang: Optional[str] = None, target_lang: Optional[str] = None,
+             sentencepiece_model: Optional[str] = None, device: str = "cpu", **options):
+        """``options``: task options (block_size, beta, tau, iad_match_length, ...) and
+        generation options (beam, max_len_a, max_len_b, ...)."""
+        from fairseq import checkpoint_utils, tasks
+
+        generation = GenerationOptions(**{k: options.pop(k) for k in list(options) if hasattr(GenerationOptions, k)})
+        task_cfg = OmegaConf.create({"_name": "speculative_translation", "data": data, "source_lang": source_lang,
+                                     "target_lang": target_lang, "decoding": decoding, "drafter_path": drafter, **options})
+        task = tasks.setup_task(task_cfg)
+        models, _cfg = checkpoint_utils.load_model_ensemble([verifier], task=task)
+        for model in models:
+            model.to(device).eval()
+        generator = task.build_generator(models, generation)
+        spm = None
+        if sentencepiece_model:
+            import sentencepiece
+
+            spm = sentencepiece.SentencePieceProcessor(model_file=sentencepiece_model)
+        return cls(task, models, generator, spm)
+
+    def encode(self, sentence: str) -> torch.Tensor:
+        text = " ".join(self.sentencepiece.encode(sentence, out_type=str)) if self.sentencepiece else sentence
+        return self.task.source_dictionary.encode_line(text, add_if_not_exist=False, append_eos=True).long()
+
+    def decode(self, tokens: torch.Tensor) -> str:
+        text = self.task.target_dictionary.string(tokens, bpe_symbol="sentencepiece" if self.sentencepiece else None)
+        return text
+
+    @torch.no_grad()
+    def translate_tokens(self, sentences: List[str], batch_size: int = 1) -> List[dict]:
+        """Best hypothesis (fairseq dict: tokens, score, steps, ...) for each sentence, in order."""
+        if isinstance(sentences, str):
+            raise PluginError("translate() takes a list of sentences, not a string")
+        device = next(self.models[0].parameters()).device
+        results = []
+        for start in range(0, len(sentences), batch_size):
+            tokens = [self.encode(s) for s in sentences[start: start + batch_size]]
+            dataset = self.task.build_dataset_for_inference(tokens, [len(t) for t in tokens])
+            sample = dataset.collater([dataset[i] for i in range(len(tokens))])
+            sample = {**sample, "net_input": {k: v.to(device) for k, v in sample["net_input"].items()}}
+            hypos = self.task.inference_step(self.generator, self.models, sample)
+            order = sample["id"].tolist()
+            batch = [None] * len(tokens)
+            for i, sentence_id in enumerate(order):
+                batch[sentence_id] = hypos[i][0]
+            results.extend(batch)
+        return results
+
+    def translate(self, sentences: List[str], batch_size: int = 1) -> List[str]:
+        return [self.decode(h["tokens"]) for h in self.translate_tokens(sentences, batch_size)]
