@@ -154,3 +154,43 @@ def test_propose_near_the_end_of_the_position_table_runs_fewer_queries():
     assert drafter.propose(encoder_out, prefix, lengths, 2).shape == (1, 2)  # 6 + 2 positions fit
     with pytest.raises(ValueError, match="exceeds the drafter's 8 target positions"):
         drafter.propose(encoder_out, prefix, lengths, 3)
+
+
+def _criterion(dictionary, **options):
+    from drafter_helpers import DictTask
+    from fairseq_plugins.criterions.glancing_block_loss import GlancingBlockLoss
+
+    config = dict(label_smoothing=0.1, glance_ratio_start=0.5, glance_ratio_end=0.3, glance_anneal_updates=100,
+                  valid_seed=1, max_update=0)
+    return GlancingBlockLoss(DictTask(dictionary), **{**config, **options})
+
+
+def _sample(dictionary, targets):
+    src, src_lengths, _, _ = random_batch(dictionary, [5] * len(targets), [1] * len(targets))
+    width = max(len(t) for t in targets) + 1
+    target = torch.full((len(targets), width), dictionary.pad())
+    for i, words in enumerate(targets):
+        target[i, : len(words) + 1] = torch.tensor([dictionary.index(w) for w in words] + [dictionary.eos()])
+    return {"id": torch.arange(len(targets)), "net_input": {"src_tokens": src, "src_lengths": src_lengths}, "target": target}
+
+
+def test_criterion_learns_eos_and_ignores_positions_past_it():
+    dictionary = make_dictionary()
+    drafter, criterion = build_drafter(dictionary, block_size=4), _criterion(dictionary)
+    only_eos = _sample(dictionary, [[], [], []])  # p = 0, gold block = eos pad pad pad
+    _, sample_size, log = criterion(drafter.eval(), only_eos)
+    assert log["ntokens"] == 3 and sample_size == 3 and log["n_revealed"] == 0
+
+
+def test_criterion_validation_is_deterministic_and_training_glances():
+    dictionary = make_dictionary()
+    drafter, criterion = build_drafter(dictionary, block_size=4), _criterion(dictionary)
+    sample = _sample(dictionary, [["w1", "w2", "w3", "w4", "w5", "w6"], ["w7", "w8"], ["w9"] * 5])
+    first, second = criterion(drafter.eval(), sample), criterion(drafter.eval(), sample)
+    assert torch.equal(first[0], second[0]) and first[2]["glance_ratio_sum"] == 0.0
+    drafter.train()
+    drafter.set_num_updates(50)  # halfway: ratio 0.4
+    loss, sample_size, log = criterion(drafter, sample)
+    assert log["glance_ratio_sum"] == pytest.approx(0.4 * 3)
+    assert log["n_revealed"] > 0  # an untrained drafter gets most tokens wrong: some are revealed
+    assert sample_size + log["n_revealed"] == log["ntokens"] and loss.requires_grad
