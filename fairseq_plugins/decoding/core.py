@@ -115,7 +115,7 @@ class SpeculativeGenerator:
             # 4. accept up to the bifurcation, plus the verifier's own token there
             new_tokens, new_cum, n_new, choices, done = self._accept(state, drafts, lprobs)
             self.drafter.update(state.tokens, state.lengths, drafts, choices, n_new)
-            trace.record(state.rows, drafts, choices, n_new)
+            trace.record(state.rows, drafts, choices, n_new, lprobs)
             # 5. append, and roll the verifier cache back to what was accepted
             self._append(state, new_tokens, new_cum, n_new)
             cache.rollback(n_new, block_len=drafts.size(1) + 1)

@@ -7,7 +7,7 @@ the histogram of tokens gained per iteration.
 import collections
 import logging
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from torch import Tensor
 
@@ -17,11 +17,16 @@ logger = logging.getLogger(__name__)
 @dataclass
 class TraceStep:
     """One iteration of one sentence: what was drafted, what the verifier chose after
-    each drafted prefix, and how many tokens became final (drafts accepted + 1)."""
+    each drafted prefix, and how many tokens became final (drafts accepted + 1).
+
+    ``choice_probs`` (k+1) and ``draft_probs`` (k): the verifier's probability of each
+    choice and of each drafted token, when the core passed its log-probs (else None)."""
 
     drafts: List[int]
     choices: List[int]
     gained: int
+    choice_probs: Optional[List[float]] = None
+    draft_probs: Optional[List[float]] = None
 
 
 @dataclass
@@ -30,17 +35,29 @@ class BatchTrace:
     steps: Dict[int, List[TraceStep]] = field(default_factory=lambda: collections.defaultdict(list))
     gained: Dict[int, List[int]] = field(default_factory=lambda: collections.defaultdict(list))
 
-    def record(self, rows: Tensor, drafts: Tensor, choices: Tensor, n_new: Tensor):
-        """rows (B,), drafts (B, k), choices (B, k+1), n_new (B,)."""
+    def record(self, rows: Tensor, drafts: Tensor, choices: Tensor, n_new: Tensor, lprobs: Tensor = None):
+        """rows (B,), drafts (B, k), choices (B, k+1), n_new (B,); lprobs (B, k+1, V), the
+        verifier's log-probs, is read only when steps are kept (for their probabilities)."""
         rows_list, n_list = rows.tolist(), n_new.tolist()
+        probs = _step_probs(lprobs, drafts, choices) if self.keep_steps and lprobs is not None else None
         for i, (row, n) in enumerate(zip(rows_list, n_list)):
             self.gained[row].append(n)
             if self.keep_steps:
-                self.steps[row].append(TraceStep(drafts[i].tolist(), choices[i].tolist(), n))
+                step = TraceStep(drafts[i].tolist(), choices[i].tolist(), n)
+                if probs is not None:
+                    step.choice_probs, step.draft_probs = probs[0][i], probs[1][i]
+                self.steps[row].append(step)
 
     def row_summary(self, row: int) -> dict:
         """Extra hypothesis fields: ``steps`` (iterations, fairseq's --print-step) and gains."""
         return {"steps": len(self.gained[row]), "accepted_per_iteration": list(self.gained[row])}
+
+
+def _step_probs(lprobs: Tensor, drafts: Tensor, choices: Tensor):
+    """Probabilities of choices (B, k+1) and of drafts (B, k) under lprobs (B, k+1, V), as lists."""
+    choice = lprobs.gather(2, choices.unsqueeze(-1)).squeeze(-1).exp()
+    draft = lprobs[:, :-1].gather(2, drafts.unsqueeze(-1)).squeeze(-1).exp()
+    return choice.float().tolist(), draft.float().tolist()
 
 
 class DecodingStats:
