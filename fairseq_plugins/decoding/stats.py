@@ -57,7 +57,7 @@ def _step_probs(lprobs: Tensor, drafts: Tensor, choices: Tensor):
     """Probabilities of choices (B, k+1) and of drafts (B, k) under lprobs (B, k+1, V), as lists."""
     choice = lprobs.gather(2, choices.unsqueeze(-1)).squeeze(-1).exp()
     draft = lprobs[:, :-1].gather(2, drafts.unsqueeze(-1)).squeeze(-1).exp()
-    return choice.float().tolist(), draft.float().tolist()
+    return choice.tolist(), draft.tolist()
 
 
 class DecodingStats:
