@@ -55,6 +55,7 @@ def load_drafter(task, verifier):
     param = next(verifier.parameters())
     drafter.to(device=param.device, dtype=param.dtype)
     check_compatibility(drafter, verifier, drafter_task.target_dictionary, task.target_dictionary, task.cfg.block_size)
+    task.extra_max_positions = drafter.max_positions()
     return drafter
 
 
@@ -68,6 +69,7 @@ def build_speculative(task, models, args, name, drafter, block_size, beta=1, tau
     if len(models) != 1:
         raise PluginError(f"--decoding {name} verifies with one model; got an ensemble of {len(models)}")
     cfg = options.speculative_config(args, block_size, beta, tau)
+    options.report_as_greedy(args)
     generator = SpeculativeGenerator(models[0], task.target_dictionary, drafter, cfg)
     _log_at_exit(generator, name)
     return generator
@@ -101,7 +103,8 @@ class DrafterOnlyGenerator:
     @torch.no_grad()
     def generate(self, models, sample, **kwargs):
         src_tokens, src_lengths = sample["net_input"]["src_tokens"], sample["net_input"]["src_lengths"]
-        max_len = min(int(self.args.max_len_a * src_tokens.size(1) + self.args.max_len_b),
+        max_len_a, max_len_b = getattr(self.args, "max_len_a", 0.0), getattr(self.args, "max_len_b", 200)
+        max_len = min(int(max_len_a * src_tokens.size(1) + max_len_b),
                       self.drafter.model.max_positions()[1] - 1)
         self.drafter.start(src_tokens, src_lengths, max_len)
         bsz = src_tokens.size(0)

@@ -8,6 +8,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_plugins.decoding.registry import DECODERS, decoder_names
+from fairseq_plugins_compat.errors import PluginError
 
 DECODING_CHOICES = ChoiceEnum(decoder_names())
 
@@ -52,6 +53,22 @@ class SpeculativeTranslationTask(TranslationTask):
     """Translation with a pluggable decoding algorithm (``--decoding``)."""
 
     cfg: SpeculativeTranslationConfig
+
+    extra_max_positions = None  # (source, target) limits of a loaded drafter
+
+    def max_positions(self):
+        if self.extra_max_positions is None:
+            return super().max_positions()
+        return tuple(min(a, b) for a, b in zip(super().max_positions(), self.extra_max_positions))
+
+    def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
+        """fairseq raises a bare Exception (a traceback) for a too long input: one line instead."""
+        try:
+            return super().filter_indices_by_size(indices, dataset, max_positions, ignore_invalid_inputs)
+        except Exception as error:
+            if "is invalid" not in str(error):
+                raise
+            raise PluginError(f"input longer than the models' max positions: {error}") from None
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
         decoding = str(getattr(args, "decoding", None) or self.cfg.decoding)

@@ -1,0 +1,87 @@
+"""SpecDec end to end: a drafter trained with stock fairseq-train, then fairseq-generate
+and fairseq-interactive --decoding specdec == --beam 1, token for token; bad input."""
+import re
+
+import pytest
+
+from conftest import PLUGIN_DIR, TRAIN_FLAGS, run_cli, train, write_reverse_corpus, preprocess
+from test_cli_end_to_end import hypotheses
+
+PLUGIN = ["--user-dir", PLUGIN_DIR, "--task", "speculative_translation"]
+
+
+def train_drafter(data, verifier, save_dir, block_size=4, max_update=120):
+    run_cli("fairseq-train", data, *PLUGIN, "--arch", "block_drafter_tiny", "--criterion", "glancing_block_loss",
+            "--block-size", block_size, "--init-from-verifier", verifier, *TRAIN_FLAGS,
+            "--max-update", max_update, "--save-dir", save_dir, "--no-epoch-checkpoints")
+    return save_dir / "checkpoint_last.pt"
+
+
+@pytest.fixture(scope="module")
+def drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
+    return train_drafter(reverse_data, tiny_checkpoint, tmp_path_factory.mktemp("drafter"))
+
+
+def tokens_only(output):
+    return {i: h for i, h in hypotheses(output).items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch_size", [1, 5])
+def test_specdec_equals_greedy_through_fairseq_generate(reverse_data, tiny_checkpoint, drafter, batch_size):
+    common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--batch-size", batch_size, "--max-len-b", 30]
+    greedy = run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout
+    specdec = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, "--drafter-path", drafter,
+                      "--decoding", "specdec", "--print-step")
+    assert tokens_only(specdec.stdout) == tokens_only(greedy) and len(tokens_only(greedy)) == 24
+    assert re.search(r"specdec: 24 sentences, [\d.]+ iterations/sentence, [\d.]+ tokens/iteration", specdec.stderr)
+    assert "beam=1" in specdec.stdout  # the BLEU line does not claim beam=5
+
+
+@pytest.mark.slow
+def test_specdec_plus_plus_and_drafter_only_run(reverse_data, tiny_checkpoint, drafter):
+    common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--max-len-b", 30, "--drafter-path", drafter]
+    for extra in (["--decoding", "specdec++"], ["--decoding", "specdec++", "--beta", 5, "--tau", 3.0],
+                  ["--decoding", "drafter-only"]):
+        out = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, *extra).stdout
+        assert len(hypotheses(out)) == 24 and "BLEU4 =" in out
+
+
+def test_specdec_interactive_with_empty_line(reverse_data, tiny_checkpoint, drafter):
+    lines = "w1 w2 w3 w4\n\nw5\n"
+    args = [reverse_data, "--path", tiny_checkpoint, "--source-lang", "src", "--target-lang", "tgt", "--beam", 1]
+    greedy = run_cli("fairseq-interactive", *args, input=lines).stdout
+    ours = run_cli("fairseq-interactive", *args, *PLUGIN, "--decoding", "specdec", "--drafter-path", drafter, input=lines).stdout
+    assert hypotheses(ours) == hypotheses(greedy) and len(hypotheses(ours)) == 3
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--beta", 0], "--beta must be >= 1"),
+    (["--tau", -1], "--tau must be >= 0"),
+    (["--block-size", 9], "block size"),
+    (["--fp16"], "fp16 decoding needs a CUDA device"),
+])
+def test_bad_options_are_one_line_errors(reverse_data, tiny_checkpoint, drafter, extra, message):
+    proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--drafter-path", drafter,
+                   "--decoding", "specdec", "--gen-subset", "test", *extra, check=False)
+    assert proc.returncode != 0, proc.stdout[-500:]
+    assert message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+
+
+def test_drafter_with_another_dictionary_is_rejected(reverse_data, tiny_checkpoint, tmp_path):
+    other = preprocess(write_reverse_corpus(tmp_path / "raw", vocab=30, seed=5), tmp_path / "bin")
+    other_verifier = train(other, tmp_path / "v", max_update=5)
+    other_drafter = train_drafter(other, other_verifier, tmp_path / "d", max_update=5)
+    proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--drafter-path", other_drafter,
+                   "--decoding", "specdec", "--gen-subset", "test", check=False)
+    assert proc.returncode != 0
+    assert "dictionar" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+
+
+def test_input_longer_than_max_positions(reverse_data, tiny_checkpoint, drafter):
+    long_line = " ".join(["w1"] * 40) + "\n"
+    proc = run_cli("fairseq-interactive", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--drafter-path", drafter,
+                   "--decoding", "specdec", "--source-lang", "src", "--target-lang", "tgt",
+                   "--max-source-positions", 20, input=long_line, check=False)
+    assert proc.returncode != 0
+    assert "max" in proc.stderr.lower() and "Traceback" not in proc.stderr, proc.stderr[-3000:]
