@@ -1,0 +1,1 @@
+"""Benchmarks behind the recipes: decoding latency (``latency``), repetition ratio (``repetition``)."""

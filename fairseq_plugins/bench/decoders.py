@@ -1,0 +1,126 @@
+"""Decoder specs of the latency harness: ``--decoders beam1,beam5,specdec++:beta=5,tau=3,iad``.
+
+A spec is a name with optional ``key=value`` options after a colon.  Options are
+separated by commas like the specs themselves: an item with ``=`` and no colon belongs
+to the spec before it, so ``specdec++:beta=5,tau=3,iad`` is two specs.
+
+- ``beamN`` (``beam1``: greedy, ``beam5``): fairseq's own SequenceGenerator, ``--beam N``.
+- any name registered with ``--decoding`` (specdec, specdec++, iad, jacobi, gs-jacobi,
+  hybrid-jacobi, drafter-only): the plugin's decoder, built by the task.
+"""
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from fairseq_plugins_compat.errors import PluginError
+
+# option key in a spec -> task cfg field (speculative_translation)
+OPTION_FIELDS = {
+    "beta": "beta", "tau": "tau",
+    "block_size": "block_size", "block": "block_size", "k": "block_size", "b": "block_size",
+    "hybrid_length": "hybrid_length", "h": "hybrid_length",
+    "iad_match_length": "iad_match_length", "match_length": "iad_match_length",
+    "jacobi_init_token": "jacobi_init_token", "init": "jacobi_init_token",
+    "drafter_path": "drafter_path", "drafter": "drafter_path",
+}
+TASK_FIELDS = sorted(set(OPTION_FIELDS.values()))
+NEEDS_DRAFTER = {"specdec", "specdec++", "drafter-only"}
+DEFAULT_DECODERS = ("beam1,beam5,specdec,specdec++,specdec++:beta=5,tau=3,"
+                    "iad,jacobi,gs-jacobi,hybrid-jacobi,drafter-only")
+
+
+@dataclass
+class DecoderSpec:
+    """One row of the benchmark: how to build its generator."""
+
+    label: str  # as written on the command line, e.g. "specdec++:beta=5,tau=3"
+    decoding: str  # the task's --decoding value ("beam" for fairseq's search)
+    beam: int = 1  # --beam for decoding == "beam"
+    options: Dict[str, object] = field(default_factory=dict)  # task cfg field -> value
+
+    @property
+    def is_greedy(self) -> bool:
+        return self.decoding == "beam" and self.beam == 1
+
+
+def split_specs(text: str) -> List[str]:
+    """``"a,b:x=1,y=2,c"`` -> ``["a", "b:x=1,y=2", "c"]``."""
+    specs: List[str] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if "=" in item and ":" not in item:
+            if not specs or ":" not in specs[-1]:
+                raise PluginError(f"--decoders: option {item!r} does not follow a 'name:key=value' spec")
+            specs[-1] += "," + item
+        else:
+            specs.append(item)
+    return specs
+
+
+def _value(text: str):
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_spec(text: str, known: List[str]) -> DecoderSpec:
+    """Parse one spec; ``known``: the registered ``--decoding`` names."""
+    name, _, opts = text.partition(":")
+    match = re.fullmatch(r"beam(\d+)", name)
+    if match:
+        spec = DecoderSpec(text, "beam", beam=int(match.group(1)))
+    elif name in known and name != "beam":
+        spec = DecoderSpec(text, name)
+    else:
+        choices = ", ".join(["beamN (beam1, beam5, ...)", *[n for n in known if n != "beam"]])
+        raise PluginError(f"--decoders: unknown decoder {name!r}; choose from {choices}")
+    for item in filter(None, opts.split(",")):
+        key, eq, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not eq or key not in OPTION_FIELDS:
+            raise PluginError(f"--decoders: bad option {item!r} in {text!r}; keys: {', '.join(sorted(OPTION_FIELDS))}")
+        spec.options[OPTION_FIELDS[key]] = _value(value.strip())
+    if spec.beam < 1:
+        raise PluginError(f"--decoders: {text!r}: the beam size must be >= 1")
+    return spec
+
+
+def parse_decoders(text: str, known: List[str]) -> List[DecoderSpec]:
+    """All specs of ``--decoders``, in order; labels must be unique."""
+    specs = [parse_spec(s, known) for s in split_specs(text)]
+    labels = [s.label for s in specs]
+    duplicates = sorted({label for label in labels if labels.count(label) > 1})
+    if duplicates:
+        raise PluginError(f"--decoders: listed twice: {', '.join(duplicates)}")
+    if not specs:
+        raise PluginError("--decoders: no decoder given")
+    return specs
+
+
+def missing_inputs(spec: DecoderSpec, drafter_path: Optional[str]) -> Optional[str]:
+    """Why ``spec`` cannot run with the inputs given, or None."""
+    if spec.decoding in NEEDS_DRAFTER and not (spec.options.get("drafter_path") or drafter_path):
+        return f"needs a block drafter checkpoint: pass --drafter-path (or {spec.decoding}:drafter=PATH)"
+    return None
+
+
+def configure(task, generation, spec: DecoderSpec, base: Dict[str, object], drafter_path: Optional[str]):
+    """Set the task cfg (``--decoding``, drafter, block size, beta, tau...) and the
+    generation cfg (``--beam``) for ``spec``; ``base``: the task fields as first loaded."""
+    task.cfg.decoding = spec.decoding
+    for name in TASK_FIELDS:
+        setattr(task.cfg, name, base[name])
+    if drafter_path and spec.decoding in NEEDS_DRAFTER:
+        task.cfg.drafter_path = drafter_path
+    for name, value in spec.options.items():
+        setattr(task.cfg, name, value)
+    generation.beam = spec.beam if spec.decoding == "beam" else 1
+
+
+def task_defaults(task) -> Dict[str, object]:
+    """The task fields ``configure`` changes, as loaded (command-line values kept)."""
+    return {name: getattr(task.cfg, name) for name in TASK_FIELDS}

@@ -1,0 +1,121 @@
+"""Writing the benchmark: a markdown table with the hardware, a PNG plot, a JSON of all numbers."""
+import json
+import os
+from typing import List, Optional
+
+COLUMNS = ("decoder", "batch", "median ms", "p90 ms", "total s", "speedup vs greedy (median / total)",
+           "speedup vs beam-5 (median / total)", "iterations / sent.", "tokens / iteration", "BLEU", "≠ greedy")
+
+
+def _num(value, fmt="{:.2f}") -> str:
+    return "–" if value is None else fmt.format(value)
+
+
+def _speedup(row: dict, name: str) -> str:
+    median, total = row.get(f"speedup_vs_{name}_median"), row.get(f"speedup_vs_{name}_total")
+    if median is None:
+        return "–"
+    return f"{median:.2f}× / {total:.2f}×"
+
+
+def table_line(row: dict) -> str:
+    """One markdown table line of a row."""
+    name = row["decoder"] if row["engine"] == "fairseq" else f"{row['decoder']} ({row['engine']})"
+    cells = [name, str(row["batch_size"]), _num(row["median_ms"], "{:.1f}"), _num(row["p90_ms"], "{:.1f}"),
+             _num(row["total_s"], "{:.3f}"), _speedup(row, "greedy"), _speedup(row, "beam5"),
+             _num(row["mean_iterations"], "{:.1f}"), _num(row["tokens_per_iteration"]), _num(row["bleu"]),
+             _num(row.get("mismatches_vs_greedy"), "{:d}")]
+    return "| " + " | ".join(cells) + " |"
+
+
+def hardware_line(hw: dict) -> str:
+    parts = [f"CPU: {hw['cpu']}", f"threads: {hw['threads']}", f"device: {hw['device']}"]
+    if hw.get("gpu"):
+        parts.insert(0, f"GPU: {hw['gpu']} (CUDA {hw.get('cuda')})")
+    parts += [f"fp16: {'yes' if hw.get('fp16') else 'no'}", f"torch {hw['torch']}", f"fairseq {hw['fairseq']}",
+              f"Python {hw['python']}"]
+    return " · ".join(parts)
+
+
+def markdown(result: dict) -> str:
+    """The whole report: hardware, settings, the table, skipped decoders."""
+    s = result["settings"]
+    lines = ["# Decoding latency", "", f"**Hardware:** {hardware_line(result['hardware'])}", "",
+             f"**Setting:** `{s['path']}` on `{s['data']}` ({s['gen_subset']}, {s['sentences']} sentences), "
+             f"warm-up {s['warmup']} sentences; latency = wall time of the batch a sentence is decoded in; "
+             "speedups are ratios of median latencies / of total times; BLEU: sacreBLEU on detokenized output; "
+             "≠ greedy: sentences whose output differs from `beam1`'s.", "",
+             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += [table_line(row) for row in result["rows"]]
+    notes = [f"- {item['decoder']}: skipped ({item['reason']})" for item in result["skipped"]]
+    ct2 = result.get("ctranslate2", {})
+    if ct2.get("status") == "skipped":
+        notes.append(f"- CTranslate2: skipped ({ct2['reason']})")
+    if notes:
+        lines += ["", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict, path: str):
+    """Median latency per decoder (bars, p90 as a whisker), speedup vs greedy on top."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["rows"]
+    batch_sizes = sorted({r["batch_size"] for r in rows})
+    labels = list(dict.fromkeys(_plot_label(r) for r in rows))
+    width = 0.8 / max(1, len(batch_sizes))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(labels) + 2), 4.5))
+    for j, bs in enumerate(batch_sizes):
+        sub = {_plot_label(r): r for r in rows if r["batch_size"] == bs}
+        xs = [i + (j - (len(batch_sizes) - 1) / 2) * width for i, label in enumerate(labels) if label in sub]
+        present = [sub[label] for label in labels if label in sub]
+        medians = [r["median_ms"] for r in present]
+        whiskers = [[0] * len(present), [r["p90_ms"] - r["median_ms"] for r in present]]
+        bars = ax.bar(xs, medians, width, yerr=whiskers, capsize=3, label=f"batch {bs}")
+        for bar, r in zip(bars, present):
+            if r.get("speedup_vs_greedy_median") is not None:
+                top = max(bar.get_height(), r["p90_ms"])  # above the whisker
+                ax.annotate(f"{r['speedup_vs_greedy_median']:.2f}×", (bar.get_x() + bar.get_width() / 2, top),
+                            ha="center", va="bottom", fontsize=7, xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("median latency per sentence (ms); whisker: p90")
+    ax.set_title(f"Decoding latency (speedup vs greedy on top)\n{_short_hardware(result['hardware'])}", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=120)
+    plt.close(fig)
+
+
+def _plot_label(row: dict) -> str:
+    return row["decoder"] if row["engine"] == "fairseq" else f"{row['decoder']}\n({row['engine']})"
+
+
+def _short_hardware(hw: dict) -> str:
+    where = hw.get("gpu") or hw["cpu"]
+    return f"{where}, {hw['threads']} thread(s), torch {hw['torch']}"
+
+
+def write_all(result: dict, out_md: Optional[str], out_png: Optional[str], out_json: Optional[str]) -> List[str]:
+    """Write the requested outputs; return their paths."""
+    written = []
+    for path, write in ((out_json, _write_json), (out_md, _write_md), (out_png, plot)):
+        if path:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            write(result, path)
+            written.append(path)
+    return written
+
+
+def _write_json(result: dict, path: str):
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
+
+
+def _write_md(result: dict, path: str):
+    with open(path, "w") as f:
+        f.write(markdown(result))

@@ -1,0 +1,87 @@
+"""From timed sentences to a benchmark row: latency percentiles, iterations, accepted
+tokens per iteration, BLEU, mismatches against greedy and speedups against the baselines."""
+import statistics
+from typing import Callable, Dict, List, Optional
+
+from fairseq_plugins.bench.timing import SentenceResult, percentile
+
+GREEDY, BEAM5 = "beam1", "beam5"  # the baseline rows' labels
+ROW_KEYS = ("decoder", "engine", "batch_size")
+
+
+def bleu(hypotheses: List[str], references: Optional[List[str]]) -> Optional[float]:
+    """sacreBLEU (default 13a tokenization) of detokenized text; None without references."""
+    if references is None:
+        return None
+    import sacrebleu
+
+    return round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2)
+
+
+def iteration_stats(results: Dict[int, SentenceResult]) -> Dict[str, object]:
+    """Mean iterations per sentence and tokens per iteration (None when not known)."""
+    outputs = [r.output for r in results.values()]
+    if not outputs or any(o.steps is None for o in outputs):
+        return {"mean_iterations": None, "tokens_per_iteration": None}
+    steps = sum(o.steps for o in outputs)
+    return {"mean_iterations": steps / len(outputs),
+            "tokens_per_iteration": sum(o.accepted for o in outputs) / max(1, steps)}
+
+
+def summarize(label: str, engine: str, batch_size: int, results: Dict[int, SentenceResult],
+              batch_seconds: List[float], detokenize: Callable[[str], str],
+              references: Optional[Dict[int, str]]) -> Dict[str, object]:
+    """One row (sentences in id order)."""
+    ids = sorted(results)
+    latencies = [results[i].latency_s * 1000.0 for i in ids]
+    texts = [detokenize(" ".join(results[i].output.symbols)) for i in ids]
+    row = {
+        "decoder": label, "engine": engine, "batch_size": batch_size, "sentences": len(ids),
+        "median_ms": statistics.median(latencies), "p90_ms": percentile(latencies, 90),
+        "mean_ms": statistics.fmean(latencies), "total_s": sum(batch_seconds),
+        "sentences_per_s": len(ids) / sum(batch_seconds) if sum(batch_seconds) > 0 else None,
+        **iteration_stats(results),
+        "bleu": bleu(texts, [references[i] for i in ids] if references is not None else None),
+        "latencies_ms": latencies,
+        "iterations": [results[i].output.steps for i in ids],
+        "ids": ids,
+    }
+    return row
+
+
+def _ratio(baseline: Optional[float], value: Optional[float]) -> Optional[float]:
+    if baseline is None or not value:
+        return None
+    return baseline / value
+
+
+def _find(rows: List[dict], label: str, batch_size: int) -> Optional[dict]:
+    for row in rows:
+        if row["decoder"] == label and row["engine"] == "fairseq" and row["batch_size"] == batch_size:
+            return row
+    return None
+
+
+def mismatches(symbols: Dict[int, List[str]], greedy: Optional[Dict[int, List[str]]]) -> Optional[int]:
+    """Sentences whose output differs from greedy's (None without a greedy run)."""
+    if greedy is None:
+        return None
+    return sum(1 for i, out in symbols.items() if greedy.get(i) != out)
+
+
+def add_comparisons(rows: List[dict], outputs: Dict[tuple, Dict[int, List[str]]]):
+    """Speedups vs greedy and beam-5 (same batch size; median and total time) and the
+    count of outputs differing from greedy.  ``outputs``: row key -> id -> symbols."""
+    for row in rows:
+        bs = row["batch_size"]
+        for name, label in (("greedy", GREEDY), ("beam5", BEAM5)):
+            base = _find(rows, label, bs)
+            row[f"speedup_vs_{name}_median"] = _ratio(base and base["median_ms"], row["median_ms"])
+            row[f"speedup_vs_{name}_total"] = _ratio(base and base["total_s"], row["total_s"])
+        greedy = _find(rows, GREEDY, bs)
+        greedy_out = outputs.get(row_key(greedy)) if greedy else None
+        row["mismatches_vs_greedy"] = mismatches(outputs[row_key(row)], greedy_out)
+
+
+def row_key(row: dict) -> tuple:
+    return tuple(row[k] for k in ROW_KEYS)

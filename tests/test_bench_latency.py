@@ -1,0 +1,180 @@
+"""Latency harness (``python -m fairseq_plugins.bench.latency``) on the tiny trained checkpoint:
+the JSON/markdown/PNG outputs, lossless decoders vs greedy, skipped rows, decoder specs, recipe."""
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+from conftest import BIN_DIR, REPO
+from fairseq_plugins.bench import latency
+from fairseq_plugins.bench.decoders import parse_decoders, split_specs
+from fairseq_plugins.bench.timing import percentile
+from fairseq_plugins.decoding.registry import decoder_names
+from fairseq_plugins_compat.errors import PluginError
+
+DECODERS = ["beam1", "beam5", "iad", "gs-jacobi"]
+LOSSLESS = ["beam1", "iad", "gs-jacobi"]
+QUICK = ["--max-len-b", "20", "--warmup", "1", "--no-progress-bar"]  # tiny model: short outputs
+
+
+def harness_args(data, checkpoint, decoders, out=None, sentences=6):
+    argv = [str(data), "--path", str(checkpoint), "--decoders", decoders, "--max-sentences", str(sentences), *QUICK]
+    if out is not None:
+        argv += ["--out-md", str(out / "t.md"), "--out-png", str(out / "t.png"), "--out-json", str(out / "t.json")]
+    return argv
+
+
+@pytest.fixture(scope="module")
+def bench(reverse_data, tiny_checkpoint, tmp_path_factory):
+    """One harness run with four decoders; (output folder, JSON written)."""
+    out = tmp_path_factory.mktemp("latency")
+    latency.main(harness_args(reverse_data, tiny_checkpoint, ",".join(DECODERS), out))
+    with open(out / "t.json") as f:
+        return out, json.load(f)
+
+
+def rows_by_decoder(result):
+    return {row["decoder"]: row for row in result["rows"]}
+
+
+def test_json_has_a_row_per_decoder_with_positive_latencies(bench):
+    _, result = bench
+    assert [row["decoder"] for row in result["rows"]] == DECODERS
+    for row in result["rows"]:
+        assert row["engine"] == "fairseq" and row["batch_size"] == 1 and row["sentences"] == 6
+        assert len(row["latencies_ms"]) == 6 and all(ms > 0 for ms in row["latencies_ms"])
+        assert 0 < row["median_ms"] <= row["p90_ms"] and row["total_s"] > 0
+        assert isinstance(row["bleu"], float)
+    assert result["hardware"]["threads"] == 1 and result["hardware"]["torch"]
+    assert result["settings"]["sentences"] == 6 and result["skipped"] == []
+
+
+def test_lossless_decoders_match_greedy_and_speedups_are_ratios(bench):
+    rows = rows_by_decoder(bench[1])
+    for name in LOSSLESS:
+        assert rows[name]["mismatches_vs_greedy"] == 0
+        assert rows[name]["bleu"] == rows["beam1"]["bleu"]
+    assert rows["beam1"]["speedup_vs_greedy_median"] == 1.0 and rows["beam1"]["speedup_vs_greedy_total"] == 1.0
+    assert rows["beam5"]["speedup_vs_beam5_median"] == 1.0
+    iad = rows["iad"]
+    assert iad["speedup_vs_greedy_median"] == pytest.approx(rows["beam1"]["median_ms"] / iad["median_ms"])
+    assert iad["speedup_vs_beam5_total"] == pytest.approx(rows["beam5"]["total_s"] / iad["total_s"])
+
+
+def test_iterations_and_accepted_tokens(bench):
+    rows = rows_by_decoder(bench[1])
+    assert rows["beam1"]["tokens_per_iteration"] == 1.0
+    assert rows["beam5"]["mean_iterations"] is None  # beam search: not one step per token
+    for name in ("iad", "gs-jacobi"):  # same output as greedy in at most as many iterations
+        assert rows[name]["tokens_per_iteration"] >= 1.0
+        assert rows[name]["mean_iterations"] <= rows["beam1"]["mean_iterations"]
+        assert all(steps >= 1 for steps in rows[name]["iterations"])
+
+
+def test_markdown_table_has_one_line_per_decoder_and_the_hardware(bench):
+    out, result = bench
+    text = (out / "t.md").read_text()
+    table = [line for line in text.splitlines() if line.startswith("|")]
+    assert len(table) == 2 + len(DECODERS)  # header, separator, one line per decoder
+    assert [line.split("|")[1].strip() for line in table[2:]] == DECODERS
+    assert "threads: 1" in text and result["hardware"]["torch"] in text and result["hardware"]["cpu"] in text
+
+
+def test_png_is_written(bench):
+    out, _ = bench
+    assert (out / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_missing_inputs_are_skipped_with_a_message(reverse_data, tiny_checkpoint, tmp_path, monkeypatch, capsys):
+    """No --drafter-path, no ctranslate2 package, sources longer than the max positions."""
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # as if not installed
+    argv = harness_args(reverse_data, tiny_checkpoint, "beam1,specdec,specdec++:beta=5,tau=3", tmp_path, 6)
+    result = latency.main(argv + ["--max-source-positions", "6"])
+    err = capsys.readouterr().err
+    lengths = [len(line.split()) + 1 for line in open(reverse_data.parent / "raw" / "test.src")][:6]
+    too_long = [i for i, n in enumerate(lengths) if n > 6]
+    assert 0 < len(too_long) < 6 and result["settings"]["too_long"] == too_long
+    assert f"{len(too_long)} sentences longer than the models' max source positions are not decoded" in err
+    assert result["rows"][0]["sentences"] == 6 - len(too_long)
+    assert "skipping specdec: needs a block drafter checkpoint: pass --drafter-path" in err
+    assert "skipping specdec++:beta=5,tau=3: needs" in err
+    assert "CTranslate2 rows skipped: the ctranslate2 package is not installed" in err
+    assert [row["decoder"] for row in result["rows"]] == ["beam1"]
+    assert [s["decoder"] for s in result["skipped"]] == ["specdec", "specdec++:beta=5,tau=3"]
+    assert result["ctranslate2"]["status"] == "skipped"
+    text = (tmp_path / "t.md").read_text()
+    assert "- specdec: skipped (needs a block drafter" in text and "- CTranslate2: skipped" in text
+
+
+def test_ctranslate2_rows_with_a_stand_in_module(reverse_data, tiny_checkpoint, tmp_path, monkeypatch):
+    """The CTranslate2 code path, with a fake package that answers the reference."""
+    calls = []
+
+    class Converter:
+        def __init__(self, model_path, data_dir, source_lang=None, target_lang=None):
+            calls.append(("convert", source_lang, target_lang))
+
+        def convert(self, output_dir, force=False):
+            open(os.path.join(output_dir, "model.bin"), "w").close()
+
+    class Translator:
+        def __init__(self, model_dir, device, compute_type, inter_threads, intra_threads):
+            calls.append(("translator", device, intra_threads))
+
+        def translate_batch(self, source, beam_size, **kwargs):
+            return [types.SimpleNamespace(hypotheses=[list(reversed(s))]) for s in source]
+
+    fake = types.SimpleNamespace(converters=types.SimpleNamespace(FairseqConverter=Converter), Translator=Translator)
+    monkeypatch.setitem(sys.modules, "ctranslate2", fake)
+    result = latency.main(harness_args(reverse_data, tiny_checkpoint, "beam1", None, 3))
+    ct2_rows = [row for row in result["rows"] if row["engine"] == "ctranslate2"]
+    assert [row["decoder"] for row in ct2_rows] == ["beam1", "beam5"]
+    assert ct2_rows[0]["bleu"] == 100.0  # the reverse task's reference
+    assert ct2_rows[0]["speedup_vs_greedy_median"] > 0 and ct2_rows[0]["mismatches_vs_greedy"] is not None
+    assert calls[:2] == [("convert", "src", "tgt"), ("translator", "cpu", 1)]
+
+
+def test_decoder_specs():
+    assert split_specs("beam1,specdec++:beta=5,tau=3,iad") == ["beam1", "specdec++:beta=5,tau=3", "iad"]
+    specs = parse_decoders("beam5,specdec++:beta=5,tau=3,gs-jacobi:block=4", decoder_names())
+    assert [(s.decoding, s.beam) for s in specs] == [("beam", 5), ("specdec++", 1), ("gs-jacobi", 1)]
+    assert specs[1].options == {"beta": 5, "tau": 3} and specs[2].options == {"block_size": 4}
+    for bad, message in (("fastest", "unknown decoder 'fastest'"), ("beta=5,iad", "does not follow"),
+                         ("iad:speed=2", "bad option"), ("iad,iad", "listed twice")):
+        with pytest.raises(PluginError, match=message):
+            parse_decoders(bad, decoder_names())
+
+
+def test_option_errors_and_percentile():
+    with pytest.raises(PluginError, match="--fp16 needs --device cuda"):
+        latency.parse_args(["data", "--path", "x.pt", "--fp16"])
+    with pytest.raises(PluginError, match="--batch-sizes"):
+        latency.parse_args(["data", "--path", "x.pt", "--batch-sizes", "1,x"])
+    assert percentile([1, 2, 3, 4, 5], 50) == 3 and percentile([1, 2, 3, 4, 5], 90) == pytest.approx(4.6)
+
+
+def test_recipe_and_module_entry_point(reverse_data, tiny_checkpoint, tmp_path):
+    env = {**os.environ, "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]]), "OMP_NUM_THREADS": "1",
+           "DATA": str(reverse_data), "CHECKPOINT": str(tiny_checkpoint), "SRC": "src", "TGT": "tgt",
+           "DECODERS": "beam1,gs-jacobi", "MAX_SENTENCES": "3", "WARMUP": "1", "REMOVE_BPE": "none",
+           "OUT_DIR": str(tmp_path), "PYTHON": sys.executable}
+    proc = subprocess.run(["bash", str(REPO / "recipes" / "benchmark-latency.sh"), "--max-len-b", "10",
+                           "--no-progress-bar"], env=env, cwd=REPO, text=True, capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    md = proc.stdout.strip().splitlines()[-1]
+    assert md == str(tmp_path / "latency-test-cpu-fp32-batch1.md")
+    assert os.path.exists(md.replace(".md", ".png")) and os.path.exists(md.replace(".md", ".json"))
+    assert "| gs-jacobi | 1 |" in open(md).read()
+
+
+def test_help_lists_the_options(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        latency.main(["--help"])
+    assert exit_info.value.code == 0
+    help_text = capsys.readouterr().out
+    for option in ("--decoders", "--drafter-path", "--batch-sizes", "--warmup", "--threads", "--remove-bpe",
+                   "--out-md", "--out-png", "--out-json", "--max-sentences", "--device", "--fp16"):
+        assert option in help_text
