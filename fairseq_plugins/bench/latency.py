@@ -52,7 +52,7 @@ def get_parser() -> argparse.ArgumentParser:
     add("--out-png", help="PNG plot to write")
     add("--out-json", help="JSON with all numbers to write")
     add("--no-ctranslate2", action="store_true", help="no CTranslate2 rows even if the package is installed")
-    add("--ct2-dir", help="where to keep the CTranslate2 conversion (default: a temporary folder)")
+    add("--ct2-dir", help="keep (and reuse) the CTranslate2 conversion here; None: a temporary folder")
     add("--no-progress-bar", action="store_true", help="no tqdm progress bar")
     return parser
 
