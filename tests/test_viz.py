@@ -9,14 +9,17 @@ import numpy as np
 import pytest
 from fairseq.sequence_generator import SequenceGenerator
 
+import drafter_helpers
 from conftest import run_cli
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
 from fairseq_plugins.decoding.drafters import Drafter
+from fairseq_plugins.decoding.iad import SourceCopyDrafter
 from fairseq_plugins.decoding.jacobi import JacobiDrafter
+from fairseq_plugins.decoding.specdec import BlockDrafter
 from fairseq_plugins.decoding.stats import DecodingStats
 from fairseq_plugins.viz import ddgviz, trace
 from fairseq_plugins.viz.runner import decoder_choices, enable_trace, traced_decode
-from fairseq_plugins.viz.steps import Symbols
+from fairseq_plugins.viz.steps import Symbols, view_steps
 from fairseq_plugins_compat.errors import PluginError
 from tiny_models import build_transformer, make_batch, make_dictionary
 
@@ -71,6 +74,11 @@ def iteration_lines(text, index):
     lines = text.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith(f"ITERATION {index} "))
     return lines[at], lines[at + 1], lines[at + 2]
+
+
+def block_tokens(line):
+    """The drafted or verified tokens of a D or V line (after the prefix and its '|')."""
+    return line[5:].rpartition("|")[2].split()
 
 
 def test_trace_of_a_perfect_drafter_is_one_iteration_without_bifurcation(model, batch):
@@ -132,6 +140,42 @@ def test_html_trace_has_one_row_per_iteration_and_no_external_assets(model, batc
     assert '<span class="tok prefix">' in tables[1]
 
 
+SPECULATIVE = {  # name -> (drafter factory(dictionary, drafter model), block size, beta, tau)
+    "specdec": (lambda d, m: BlockDrafter(m), 4, 1, 0.0),
+    "specdec++": (lambda d, m: BlockDrafter(m), 4, 5, 3.0),
+    "iad": (lambda d, m: SourceCopyDrafter(d.pad(), d.eos()), 64, 1, 0.0),
+    "jacobi": (lambda d, m: JacobiDrafter(d.pad(), d.pad()), 64, 1, 0.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPECULATIVE))
+def test_trace_of_every_speculative_decoder_is_consistent(name):
+    """The text trace has one D and one V line per iteration, of the drafted and verified
+    lengths; accepted drafts are the output; relaxed drafts obey SpecDec++'s tau rule."""
+    dictionary = drafter_helpers.make_dictionary(20)
+    verifier = drafter_helpers.build_verifier(dictionary, seed=1)
+    factory, block_size, beta, tau = SPECULATIVE[name]
+    drafter = factory(dictionary, drafter_helpers.build_drafter(dictionary, seed=2))
+    cfg = SpeculativeConfig(block_size=block_size, beta=beta, tau=tau, max_len_b=12)
+    generator = SpeculativeGenerator(verifier, dictionary, drafter, cfg, DecodingStats())
+    sentences = traced_decode(generator, make_batch(dictionary, [5, 8, 3], seed=1))
+    symbols, relaxed = Symbols(dictionary), 0
+    for sentence in sentences:
+        text = trace.trace_text([sentence], symbols)
+        for view in view_steps(sentence):
+            header, d_line, v_line = iteration_lines(text, view.index)
+            assert len(block_tokens(d_line)) == len(view.drafts) and len(block_tokens(v_line)) == len(view.choices)
+            assert view.drafts[: view.accepted] == sentence.output[view.start: view.start + view.accepted]
+            if view.bifurcation is not None:
+                assert f"[{symbols(view.choices[view.bifurcation])}]" in v_line
+                assert sentence.output[view.start + view.bifurcation] == view.choices[view.bifurcation]
+            for j in view.relaxed:
+                relaxed += 1
+                assert math.log(view.step.draft_probs[j]) >= math.log(view.step.choice_probs[j]) - tau - 1e-9
+        assert sum(s.gained for s in sentence.steps) == len(sentence.output)
+    assert (relaxed > 0) == (name == "specdec++")
+
+
 @pytest.mark.parametrize("block", [None, 3])
 def test_ddgviz_grid_matches_greedy_decoding(model, block):
     """Rows = iterations; final positions grow; final cells carry greedy's tokens and
@@ -144,7 +188,8 @@ def test_ddgviz_grid_matches_greedy_decoding(model, block):
         grid = ddgviz.ddg_grid(sentence, SYMBOLS)
         output = ref[0]["tokens"].tolist()
         assert sentence.output == output
-        assert grid.status.shape == grid.probs.shape == (len(sentence.steps), len(output)) and len(grid.tokens) == len(sentence.steps)
+        assert grid.status.shape == grid.probs.shape == (len(sentence.steps), len(output))
+        assert len(grid.tokens) == len(sentence.steps)
         assert grid.output == SYMBOLS.many(output)
         assert all(a <= b for a, b in zip(grid.final_counts, grid.final_counts[1:])) and grid.final_counts[-1] == len(output)
         shown = grid.probs[~np.isnan(grid.probs)]
@@ -203,8 +248,8 @@ def test_commands_on_a_trained_checkpoint(reverse_data, tiny_checkpoint, tmp_pat
     headers = re.findall(r"^ITERATION (\d+) ", text, re.M)
     assert text.count("SENTENCE ") == 2 and re.search(r"^SENTENCE 5$", text, re.M)
     assert page.count('<tr class="iteration">') == len(headers) > 0
-    drafted = [len(d.split()) for d in re.findall(r"^  D  (?:.* \|)?(.*)$", text, re.M)]
-    verified = [len(v.split()) for v in re.findall(r"^  V  (?:.* \| )?(.*)$", text, re.M)]
+    drafted = [len(block_tokens(line)) for line in re.findall(r"^  D\b.*$", text, re.M)]
+    verified = [len(block_tokens(line)) for line in re.findall(r"^  V\b.*$", text, re.M)]
     assert len(drafted) == len(verified) == len(headers)
     assert all(v == d + 1 and d <= 2 for d, v in zip(drafted, verified))  # GS-Jacobi blocks of 3
     source = "w1 w2 w3 w4"
@@ -221,7 +266,9 @@ def test_commands_on_a_trained_checkpoint(reverse_data, tiny_checkpoint, tmp_pat
 @pytest.mark.parametrize("module", [trace, ddgviz])
 def test_bad_input_is_a_one_line_error(reverse_data, tiny_checkpoint, tmp_path, capsys, module):
     cases = [(["--path", tiny_checkpoint, "--ids", 999], "unknown sentence id 999: --gen-subset test has ids 0..23"),
-             (["--path", tmp_path / "missing.pt", "--ids", 0], "no such checkpoint file")]
+             (["--path", tmp_path / "missing.pt", "--ids", 0], "no such checkpoint file"),
+             (["--path", tiny_checkpoint, "--input", " ".join(["w1"] * 1100)],
+              "sentence input0: 1101 source tokens, more than the models' max source positions (1024)")]
     for options, message in cases:
         with pytest.raises(SystemExit) as exit_info:
             module.cli_main([str(reverse_data), *map(str, options), "--decoding", "iad", "--out", str(tmp_path / "x")])

@@ -128,10 +128,16 @@ def select_samples(task, args) -> List[tuple]:
 def decode_selected(args) -> tuple:
     """(task, [SentenceTrace]) for the parsed options; each sentence decoded alone, so
     every drafted block is the sentence's own (no padding from other rows)."""
+    from fairseq.utils import resolve_max_positions
+
     task, verifier, generator = load(args)
     device = next(verifier.parameters()).device
+    max_source = resolve_max_positions(task.max_positions(), verifier.max_positions())[0]
     sentences = []
     for sentence_id, sample in select_samples(task, args):
+        if sample["net_input"]["src_tokens"].size(1) > max_source:
+            raise PluginError(f"sentence {sentence_id}: {sample['net_input']['src_tokens'].size(1)} source tokens, "
+                              f"more than the models' max source positions ({max_source})")
         sample = {**sample, "net_input": {k: v.to(device) for k, v in sample["net_input"].items()}}
         traced = traced_decode(generator, sample)[0]
         traced.sentence_id = sentence_id
