@@ -1,0 +1,113 @@
+"""Quickstart: a small verifier + drafter pair, SpecDec vs greedy on a few sentences.
+
+    python -m fairseq_plugins.quickstart [--workdir DIR]
+
+Uses the demo Multi30k pair in ``checkpoints/demo/`` when it is there; otherwise it
+makes a synthetic corpus, trains a tiny verifier and a block drafter with the stock
+console scripts (a few minutes on a laptop CPU), then translates with
+``--decoding specdec`` and with greedy search, and prints both with the speedup and
+whether the outputs are identical.
+"""
+import argparse
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+PLUGIN_DIR = Path(__file__).resolve().parent
+DEMO_DIR = PLUGIN_DIR.parent / "checkpoints" / "demo"
+MODEL = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "64", "--decoder-embed-dim", "64",
+         "--encoder-ffn-embed-dim", "128", "--decoder-ffn-embed-dim", "128", "--encoder-attention-heads", "4",
+         "--decoder-attention-heads", "4", "--share-all-embeddings"]
+TRAIN = ["--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "50",
+         "--max-tokens", "4000", "--no-progress-bar", "--log-interval", "100", "--seed", "1", "--cpu",
+         "--no-epoch-checkpoints", "--num-workers", "0"]
+PLUGIN = ["--user-dir", str(PLUGIN_DIR), "--task", "speculative_translation"]
+
+
+def run(*cmd):
+    print("$", " ".join(map(str, cmd)), flush=True)
+    subprocess.run(list(map(str, cmd)), check=True, stdout=subprocess.DEVNULL)
+
+
+def synthetic_corpus(raw: Path, n_train=4000, seed=0):
+    """A toy 'translation' a tiny model learns in a minute: rename each word (w7 -> v7)."""
+    rng = random.Random(seed)
+    raw.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", n_train), ("valid", 100), ("test", 50)):
+        with open(raw / f"{split}.src", "w") as src, open(raw / f"{split}.tgt", "w") as tgt:
+            for _ in range(n):
+                words = [f"w{rng.randrange(40)}" for _ in range(rng.randint(5, 20))]
+                src.write(" ".join(words) + "\n")
+                tgt.write(" ".join(w.replace("w", "v") for w in words) + "\n")
+
+
+def train_pair(workdir: Path):
+    """Verifier (stock transformer) then drafter (block_drafter, glancing loss)."""
+    raw, data = workdir / "raw", workdir / "bin"
+    if not (data / "dict.src.txt").exists():
+        synthetic_corpus(raw)
+        run("fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--trainpref", raw / "train",
+            "--validpref", raw / "valid", "--testpref", raw / "test", "--destdir", data, "--joined-dictionary",
+            "--workers", "1")
+    verifier, drafter = workdir / "verifier" / "checkpoint_last.pt", workdir / "drafter" / "checkpoint_last.pt"
+    if not verifier.exists():
+        run("fairseq-train", data, "--arch", "transformer", *MODEL, *TRAIN, "--max-update", 400,
+            "--save-dir", verifier.parent)
+    if not drafter.exists():
+        run("fairseq-train", data, *PLUGIN, "--arch", "block_drafter_tiny", "--decoder-embed-dim", 64,
+            "--decoder-ffn-embed-dim", 128, "--criterion", "glancing_block_loss", "--block-size", 8,
+            "--init-from-verifier", verifier, *TRAIN, "--max-update", 400, "--save-dir", drafter.parent)
+    sentences = (raw / "test.src").read_text().splitlines()[:20]
+    return data, verifier, drafter, sentences, None
+
+
+def demo_pair():
+    """The Multi30k demo pair, if committed (see checkpoints/README.md)."""
+    files = [DEMO_DIR / name for name in ("verifier.pt", "drafter.pt", "sentencepiece.model", "sentences.en")]
+    if not all(f.exists() for f in files):
+        return None
+    return DEMO_DIR, files[0], files[1], files[3].read_text().splitlines()[:20], str(files[2])
+
+
+def timed_translate(translator, sentences):
+    translator.translate(sentences[:2])  # warm-up
+    start = time.perf_counter()
+    outputs = translator.translate(sentences)
+    return outputs, time.perf_counter() - start
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", default=os.environ.get("QUICKSTART_DIR", "quickstart-work"),
+                        help="where the synthetic data and tiny models go (default: ./quickstart-work)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for the timing (default 1)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    data, verifier, drafter, sentences, spm = demo_pair() or train_pair(Path(args.workdir))
+
+    from fairseq_plugins.api import Translator
+
+    common = dict(sentencepiece_model=spm, max_len_a=1.2, max_len_b=10)
+    greedy = Translator.load(str(verifier), str(data), decoding="beam", beam=1, **common)
+    specdec = Translator.load(str(verifier), str(data), drafter=str(drafter), decoding="specdec", **common)
+    greedy_out, greedy_time = timed_translate(greedy, sentences)
+    spec_out, spec_time = timed_translate(specdec, sentences)
+    for source, output in list(zip(sentences, spec_out))[:5]:
+        print(f"\nS: {source}\nH: {output}")
+    identical = sum(a == b for a, b in zip(greedy_out, spec_out))
+    steps = [h["steps"] for h in specdec.translate_tokens(sentences)]
+    tokens = [len(h["tokens"]) for h in specdec.translate_tokens(sentences)]
+    print(f"\n{len(sentences)} sentences, batch 1, {args.threads} thread(s):")
+    print(f"  greedy  {greedy_time:.2f}s   specdec {spec_time:.2f}s   speedup {greedy_time / spec_time:.2f}x")
+    print(f"  specdec: {sum(tokens) / sum(steps):.2f} tokens per iteration (greedy: 1.00)")
+    print(f"  output identical to greedy: {identical}/{len(sentences)}")
+    return 0 if identical == len(sentences) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
