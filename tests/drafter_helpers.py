@@ -2,25 +2,11 @@
 import argparse
 
 import torch
-from fairseq.data import Dictionary
 from fairseq.models.transformer import TransformerModel
 
 from fairseq_plugins.models.block_drafter import BlockDrafterModel, tiny_drafter_architecture
 from fairseq_plugins.models.verifier_archs import specdec_verifier_tiny
-
-
-def make_dictionary(n_words=20):
-    dictionary = Dictionary()
-    for i in range(n_words):
-        dictionary.add_symbol(f"w{i}")
-    return dictionary
-
-
-class DictTask:
-    """The two attributes ``build_model`` reads from a translation task."""
-
-    def __init__(self, dictionary):
-        self.source_dictionary = self.target_dictionary = dictionary
+from tiny_models import DictTask, make_dictionary  # noqa: F401  (re-exported for the drafter tests)
 
 
 def build_drafter(dictionary, seed=0, **options):

@@ -13,7 +13,9 @@ def make_dictionary(n_words=20):
     return dictionary
 
 
-class _Task:
+class DictTask:
+    """The two attributes ``build_model`` reads from a translation task."""
+
     def __init__(self, dictionary):
         self.source_dictionary = self.target_dictionary = dictionary
 
@@ -33,7 +35,7 @@ def build_transformer(dictionary, seed=0, layers=2, dim=16, heads=2, learned_pos
     )
     base_architecture(args)
     torch.manual_seed(seed)
-    model = TransformerModel.build_model(args, _Task(dictionary))
+    model = TransformerModel.build_model(args, DictTask(dictionary))
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() > 1:
