@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The Multi30k en->de end-to-end run on a CPU: data -> verifier (also the distillation
+# teacher) -> beam-5 distillation -> drafter -> [double-token + single-token baselines]
+# -> latency/BLEU of every decoder on test2016 -> results table (markdown) and plot.
+#   bash recipes/multi30k-cpu.sh                 # about 2.5 hours on 2 cores
+#   DRY_RUN=1 OUT=/tmp/m30k bash recipes/multi30k-cpu.sh   # every stage on a tiny slice
+# Every stage is skipped when its output exists, so an interrupted run resumes.
+set -euo pipefail
+main() {
+  . "$(dirname "$0")/lib/common.sh"
+  OUT=${OUT:-/work/runs/multi30k}
+  VERIFIER_HOURS=${VERIFIER_HOURS:-1.25}       # wall-clock caps of the two trainings
+  DRAFTER_HOURS=${DRAFTER_HOURS:-0.75}
+  NUM_AVG=${NUM_AVG:-5}                        # checkpoints averaged (verifier)
+  DOUBLE_TOKEN=${DOUBLE_TOKEN:-0}              # 1: also train the double-token systems (recipes/double-token)
+  MAX_SENTENCES=${MAX_SENTENCES:-0}            # latency on the first N test sentences (0: all 1,000)
+  THREADS=${THREADS:-1}
+  DECODERS=${DECODERS:-beam1,beam5,specdec,specdec++,specdec++:beta=5,tau=3,iad,gs-jacobi,hybrid-jacobi,drafter-only}
+  local recipes=$REPO/recipes verifier=$OUT/verifier/checkpoint_avg$NUM_AVG.pt
+  local drafter=$OUT/drafter/checkpoint_last.pt results=$OUT/results/multi30k-test2016
+  if [ "$DRY_RUN" = 1 ]; then NUM_AVG=2; verifier=$OUT/verifier/checkpoint_avg2.pt; fi
+
+  log "1/6 data"
+  OUT_DIR=$OUT bash "$recipes/data/prepare-multi30k.sh"
+  log "2/6 verifier (and teacher)"
+  if ! all_exist "$verifier"; then
+    SETTING=multi30k-verifier DATA=$OUT/bin SAVE_DIR=$OUT/verifier STOP_TIME_HOURS=$VERIFIER_HOURS \
+      THREADS=$THREADS bash "$recipes/train-at.sh"
+    SAVE_DIR=$OUT/verifier NUM_AVG=$NUM_AVG OUTPUT=$verifier bash "$recipes/average-checkpoints.sh"
+  fi
+  log "3/6 distillation (beam 5)"
+  TEACHER=$verifier RAW=$OUT/spm VERIFIER_DATA=$OUT/bin OUT=$OUT/distilled DEVICE=cpu bash "$recipes/distill.sh"
+  log "4/6 drafter"
+  if ! all_exist "$drafter"; then
+    SETTING=multi30k-drafter DATA=$OUT/distilled/bin SAVE_DIR=$OUT/drafter VERIFIER=$verifier \
+      STOP_TIME_HOURS=$DRAFTER_HOURS THREADS=$THREADS bash "$recipes/train-drafter.sh"
+  fi
+  log "5/6 double-token systems"
+  if [ "$DOUBLE_TOKEN" = 1 ]; then DATA=$OUT/bin bash "$recipes/double-token/train-multi30k.sh"; fi
+  log "6/6 latency and BLEU of every decoder on test2016 (batch 1, $THREADS thread(s))"
+  if ! all_exist "$results.md"; then
+    DATA=$OUT/bin CHECKPOINT=$verifier DRAFTER=$drafter DECODERS=$DECODERS SUBSET=test \
+      REMOVE_BPE=sentencepiece THREADS=$THREADS MAX_SENTENCES=$MAX_SENTENCES OUT_PREFIX=$results \
+      bash "$recipes/benchmark-latency.sh" --max-len-a 1.2 --max-len-b 10
+  fi
+  log "results: $results.md $results.png"
+  cat "$results.md"
+}
+main "$@"
+exit

@@ -1,0 +1,33 @@
+"""recipes/multi30k-cpu.sh in DRY_RUN mode: every stage (data, verifier, averaging,
+distillation, drafter, latency table) runs on a tiny slice of the local Multi30k copy."""
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+MULTI30K = REPO.parent / "shared" / "data" / "multi30k"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (MULTI30K / "raw" / "train.en").exists(), reason="no local Multi30k copy")
+def test_multi30k_recipe_dry_run(tmp_path):
+    env = {**os.environ, "DRY_RUN": "1", "OUT": str(tmp_path), "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-cpu.sh")], env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    for stage in ("1/6 data", "2/6 verifier", "3/6 distillation", "4/6 drafter", "6/6 latency"):
+        assert stage in proc.stdout
+    table = (tmp_path / "results" / "multi30k-test2016.md").read_text()
+    rows = re.findall(r"^\| (\S+) \| 1 \|", table, re.M)
+    assert {"beam1", "beam5", "specdec", "iad", "gs-jacobi", "drafter-only"} <= set(rows)
+    for name in ("beam1", "specdec", "iad", "gs-jacobi", "hybrid-jacobi"):  # lossless: 0 differ from greedy
+        assert re.search(rf"^\| {re.escape(name)} \| .* \| 0 \|$", table, re.M), name
+    assert (tmp_path / "results" / "multi30k-test2016.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "distilled" / "bin" / "train.en-de.de.bin").exists()
+    rerun = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-cpu.sh")], env=env, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    assert rerun.returncode == 0 and "fairseq_cli.train" not in rerun.stdout  # every stage skipped
