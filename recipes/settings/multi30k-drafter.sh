@@ -1,9 +1,10 @@
-# Small Multi30k en->de drafter for CPU: the verifier's encoder (3 layers, 256) + 3 decoder layers, k = 10.
+# Small Multi30k en->de drafter for CPU: the verifier's encoder (3 layers, 256) + 2 decoder layers, k = 10
+# (a shallow decoder: the drafter re-reads its whole prefix every iteration, so its depth is paid per step).
 # shellcheck shell=bash disable=SC2034
 DATA=${DATA:-/work/runs/multi30k/distilled/bin}; SRC=${SRC:-en}; TGT=${TGT:-de}
 SAVE_DIR=${SAVE_DIR:-/work/runs/multi30k/drafter}
 VERIFIER=${VERIFIER:-/work/runs/multi30k/verifier/checkpoint_avg5.pt}
-ENC_LAYERS=${ENC_LAYERS:-3}; DEC_LAYERS=${DEC_LAYERS:-3}
+ENC_LAYERS=${ENC_LAYERS:-3}; DEC_LAYERS=${DEC_LAYERS:-2}
 EMBED_DIM=${EMBED_DIM:-256}; FFN_DIM=${FFN_DIM:-1024}; HEADS=${HEADS:-4}; SHARE=${SHARE:-all}
 DROPOUT=${DROPOUT:-0.1}; LR=${LR:-5e-4}; WARMUP=${WARMUP:-400}; ADAM_BETAS=${ADAM_BETAS:-(0.9, 0.999)}
 MAX_TOKENS=${MAX_TOKENS:-4096}; MAX_EPOCH=${MAX_EPOCH:-40}; KEEP_LAST_EPOCHS=${KEEP_LAST_EPOCHS:-3}
