@@ -14,7 +14,7 @@ GEN=${GEN:?fairseq-generate output file}
 TGT_LANG=${TGT_LANG:-de}
 COMPOUND_SPLIT=${COMPOUND_SPLIT:-auto}   # auto: on when TGT_LANG=de
 DETOK=${DETOK:-moses}                    # hypotheses -> plain text: moses (sacremoses) | none (e.g. sentencepiece)
-REF_RAW=${REF_RAW:-}                     # plain-text references for sacreBLEU
+REF_RAW=${REF_RAW:-}                     # plain-text references for sacreBLEU (several: space-separated)
 SACREBLEU_TEST=${SACREBLEU_TEST:-}; LANGPAIR=${LANGPAIR:-}   # or a sacreBLEU test set
 SACREBLEU_TOK=${SACREBLEU_TOK:-13a}
 text_tools() { "$PYTHON" "$REPO/recipes/lib/text_tools.py" "$@"; }
@@ -44,7 +44,8 @@ if [ -n "$REF_RAW" ] || [ -n "$SACREBLEU_TEST" ]; then
     log "sacremoses missing: sacreBLEU skipped (DETOK=none if the hypotheses are plain text)"
   else
     text_tools detok --lang "$TGT_LANG" --tool "$DETOK" < "$GEN.hyp" > "$GEN.detok"
-    if [ -n "$REF_RAW" ]; then ref=("$REF_RAW"); else ref=(-t "$SACREBLEU_TEST" -l "$LANGPAIR"); fi
+    # shellcheck disable=SC2206  # REF_RAW: space-separated list of reference files
+    if [ -n "$REF_RAW" ]; then ref=($REF_RAW); else ref=(-t "$SACREBLEU_TEST" -l "$LANGPAIR"); fi
     sb=$(sacrebleu "${ref[@]}" -i "$GEN.detok" -tok "$SACREBLEU_TOK" -f text 2>/dev/null | tail -n 1)
     echo "sacrebleu=$(echo "$sb" | sed -E "s/^[^=]*= ([0-9.]+) .*/\\1/")" >> "$scores"
     echo "sacrebleu_line=$sb" >> "$scores"
