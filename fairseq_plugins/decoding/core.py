@@ -111,7 +111,7 @@ class SpeculativeGenerator:
             k = max(0, min(self.cfg.block_size, limits.max_len - int(state.lengths.max()) + 1))
             drafts = self.drafter.propose(state.tokens, state.lengths, k) if k > 0 else state.tokens[:, :0]
             # 3. verify the pending token + the draft in one pass
-            lprobs, steps = self._verify(cache, state, drafts, limits)
+            lprobs = self._verify(cache, state, drafts, limits)
             # 4. accept up to the bifurcation, plus the verifier's own token there
             new_tokens, new_cum, n_new, choices, done = self._accept(state, drafts, lprobs)
             self.drafter.update(state.tokens, state.lengths, drafts, choices, n_new)
@@ -135,7 +135,7 @@ class SpeculativeGenerator:
         block = torch.cat([pending, drafts], dim=1)
         steps = (state.lengths - 1).unsqueeze(1) + torch.arange(block.size(1), device=block.device)
         lprobs = cache.forward_block(block, steps + self.pad + 1)
-        return acceptance.apply_limits(lprobs, steps, limits), steps
+        return acceptance.apply_limits(lprobs, steps, limits)
 
     def _accept(self, state, drafts, lprobs):
         """New tokens (B, k+1), their cumulative scores (B, k+1), how many are new (B,

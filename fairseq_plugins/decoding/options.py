@@ -22,8 +22,7 @@ UNSUPPORTED = {
 
 def check_generation_args(args, decoding):
     """Raise one PluginError listing every generation option ``decoding`` cannot honour."""
-    bad = [why for name, (neutral, why) in UNSUPPORTED.items()
-           if getattr(args, name, neutral) not in (neutral, None) and getattr(args, name, neutral) != neutral]
+    bad = [why for name, (neutral, why) in UNSUPPORTED.items() if getattr(args, name, None) not in (neutral, None)]
     if bad:
         raise PluginError(f"--decoding {decoding} does not support: {', '.join(bad)} (use --decoding beam)")
 
