@@ -70,7 +70,17 @@ def test_eval_bleu_training_resume_and_average(reverse_data, tmp_path):
     assert len(epochs) >= 3
     averaged = tmp_path / "averaged.pt"
     run_cli("fairseq-average-checkpoints", "--inputs", save, "--num-epoch-checkpoints", 3, "--output", averaged)
-    assert len(hypotheses(generate(reverse_data, averaged, "--beam", 1))) == 24
+    greedy = hypotheses(generate(reverse_data, averaged, "--beam", 1))
+    assert len(greedy) == 24
+    from fairseq_plugins.scripts.average_checkpoints import average_checkpoints
+    from fairseq_plugins.scripts.export_checkpoint import export
+
+    model = average_checkpoints([str(p) for p in epochs[-2:]])["model"]
+    assert model["encoder.embed_tokens.weight"] is model["decoder.embed_tokens.weight"]  # tied stay tied
+    exported = tmp_path / "exported.pt"
+    export(str(averaged), str(exported))
+    assert exported.stat().st_size < averaged.stat().st_size / 2  # no optimizer state
+    assert hypotheses(generate(reverse_data, exported, "--beam", 1)) == greedy
 
 
 @pytest.mark.slow

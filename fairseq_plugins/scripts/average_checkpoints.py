@@ -37,9 +37,13 @@ def average_checkpoints(paths):
                 raise CheckpointError(f"{path}: integer buffer {name} differs; cannot average")
             else:
                 sums[name] = tensor
+    averaged = {}  # by storage in the first checkpoint: tied weights stay tied
+    for name, total in sums.items():
+        first = new_state["model"][name]
+        if first.data_ptr() not in averaged:
+            averaged[first.data_ptr()] = (total / len(paths)).to(first.dtype) if first.is_floating_point() else total
     new_state["model"] = collections.OrderedDict(
-        (name, (total / len(paths)).to(new_state["model"][name].dtype) if new_state["model"][name].is_floating_point() else total)
-        for name, total in sums.items()
+        (name, averaged[tensor.data_ptr()]) for name, tensor in new_state["model"].items()
     )
     return new_state
 

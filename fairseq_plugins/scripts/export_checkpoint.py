@@ -1,0 +1,45 @@
+"""``python -m fairseq_plugins.scripts.export_checkpoint IN OUT [--fp16]``: a small inference-only
+copy of a fairseq checkpoint (model weights and config; no optimizer or training state)."""
+import argparse
+import sys
+
+import torch
+
+from fairseq_plugins_compat.checkpoint_loading import CheckpointError, load_checkpoint_file
+
+
+def export(path_in, path_out, fp16=False):
+    state = load_checkpoint_file(path_in)
+    converted = []  # equal tensors (tied embeddings) are stored once
+    model = {}
+    for name, tensor in state["model"].items():
+        same = next((c for t, c in converted if t.shape == tensor.shape and t.dtype == tensor.dtype
+                     and torch.equal(t, tensor)), None)
+        if same is None:
+            same = tensor.half() if fp16 and tensor.is_floating_point() else tensor
+            converted.append((tensor, same))
+        model[name] = same
+    slim = {"cfg": state.get("cfg"), "args": state.get("args"), "model": model,
+            "optimizer_history": [{"criterion_name": "CrossEntropyCriterion", "optimizer_name": "none",
+                                   "lr_scheduler_state": {}, "num_updates": 0}],
+            "extra_state": {}}
+    torch.save(slim, path_out)
+    return sum(c.numel() for _, c in converted)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m fairseq_plugins.scripts.export_checkpoint", description=__doc__)
+    parser.add_argument("input", help="fairseq checkpoint")
+    parser.add_argument("output", help="where to write the inference-only copy")
+    parser.add_argument("--fp16", action="store_true", help="store floating-point weights in half precision "
+                                                            "(they are cast back to the model's dtype when loaded)")
+    args = parser.parse_args(argv)
+    try:
+        n = export(args.input, args.output, args.fp16)
+    except CheckpointError as error:
+        sys.exit(f"export_checkpoint: error: {error}")
+    print(f"wrote {args.output} ({n / 1e6:.1f}M parameters)")
+
+
+if __name__ == "__main__":
+    main()
