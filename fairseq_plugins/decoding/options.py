@@ -53,7 +53,7 @@ def speculative_config(args, block_size, beta=1, tau=0.0, **extra) -> Speculativ
 
 def report_as_greedy(args):
     """fairseq-generate names ``cfg.generation.beam`` in its BLEU line ("beam=5" by
-    default); the speculative decoders search greedily, so say beam=1 there."""
+    default); the plugin's decoders keep one hypothesis, so say beam=1 there."""
     try:
         args.beam = 1
     except Exception:  # a read-only config: the BLEU line keeps its beam value

@@ -137,5 +137,6 @@ class DrafterOnlyGenerator:
 def build_drafter_only(task, models, args, **kwargs):
     """With ``--path drafter.pt`` the drafter is models[0]; else ``--drafter-path`` is loaded."""
     options.check_generation_args(args, "drafter-only")
+    options.report_as_greedy(args)
     drafter = models[0] if hasattr(models[0], "propose") else load_drafter(task, models[0])
     return DrafterOnlyGenerator(drafter, task.target_dictionary, task.cfg.block_size or drafter.block_size, args)
