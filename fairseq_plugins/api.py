@@ -46,6 +46,10 @@ class Translator:
         generation options (beam, max_len_a, max_len_b, ...)."""
         from fairseq import checkpoint_utils, tasks
 
+        from fairseq_plugins.decoding.registry import decoder_names
+
+        if decoding not in decoder_names():
+            raise PluginError(f"unknown decoding {decoding!r}; choose from {', '.join(decoder_names())}")
         generation = GenerationOptions(**{k: options.pop(k) for k in list(options) if hasattr(GenerationOptions, k)})
         task_cfg = OmegaConf.create({"_name": "speculative_translation", "data": data, "source_lang": source_lang,
                                      "target_lang": target_lang, "decoding": decoding, "drafter_path": drafter, **options})

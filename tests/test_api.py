@@ -22,3 +22,8 @@ def test_translate_rejects_a_bare_string(reverse_data, tiny_checkpoint):
     translator = Translator.load(str(tiny_checkpoint), str(reverse_data), decoding="iad")
     with pytest.raises(PluginError, match="list of sentences"):
         translator.translate("w1 w2")
+
+
+def test_unknown_decoding_is_a_clear_error(reverse_data, tiny_checkpoint):
+    with pytest.raises(PluginError, match="unknown decoding 'fastest'; choose from beam, "):
+        Translator.load(str(tiny_checkpoint), str(reverse_data), decoding="fastest")

@@ -11,14 +11,16 @@ from fairseq_plugins.decoding.registry import DECODERS, decoder_names
 from fairseq_plugins_compat.errors import PluginError
 
 DECODING_CHOICES = ChoiceEnum(decoder_names())
+DECODING_HELP = "decoding algorithm: beam: fairseq's own search (--beam N); " + "; ".join(
+    f"{name}: {help}" for name, (_build, help) in DECODERS.items()
+)
 
 
 @dataclass
 class SpeculativeTranslationConfig(TranslationConfig):
     decoding: DECODING_CHOICES = field(
         default="beam",
-        metadata={"help": "decoding algorithm: 'beam' is fairseq's own search (--beam N); "
-                          "the others are the plugin's parallel decoders"},
+        metadata={"help": DECODING_HELP},
     )
     drafter_path: Optional[str] = field(
         default=None, metadata={"help": "block NAT drafter checkpoint (--decoding specdec, specdec++, drafter-only)"}
@@ -74,5 +76,7 @@ class SpeculativeTranslationTask(TranslationTask):
         decoding = str(getattr(args, "decoding", None) or self.cfg.decoding)
         if decoding == "beam":
             return super().build_generator(models, args, seq_gen_cls, extra_gen_cls_kwargs, **kwargs)
+        if decoding not in DECODERS:
+            raise PluginError(f"unknown decoding {decoding!r}; choose from {', '.join(decoder_names())}")
         build, _help = DECODERS[decoding]
         return build(self, models, args, **kwargs)
