@@ -12,7 +12,8 @@ main() {
 
   VERIFIER=${VERIFIER:-}                       # its encoder + embeddings initialise the drafter
   BLOCK_SIZE=${BLOCK_SIZE:-25}                 # k (paper: 25 base, 30 big)
-  GLANCE_START=${GLANCE_START:-0.5}; GLANCE_END=${GLANCE_END:-0.3}   # annealed linearly over MAX_UPDATE
+  GLANCE_START=${GLANCE_START:-0.5}; GLANCE_END=${GLANCE_END:-0.3}   # annealed linearly over
+  GLANCE_ANNEAL_UPDATES=${GLANCE_ANNEAL_UPDATES:-0}                  # these updates (0: MAX_UPDATE)
   export TASK=speculative_translation ARCH=${ARCH:-block_drafter}
   [ "$DRY_RUN" = 1 ] && export DRY_ARCH=block_drafter_tiny BLOCK_SIZE=4
   local init=()
@@ -21,7 +22,8 @@ main() {
     init=(--init-from-verifier "$VERIFIER")
   fi
   bash "$REPO/recipes/train-at.sh" --criterion glancing_block_loss --block-size "$BLOCK_SIZE" \
-    --glance-ratio-start "$GLANCE_START" --glance-ratio-end "$GLANCE_END" "${init[@]}" "$@"
+    --glance-ratio-start "$GLANCE_START" --glance-ratio-end "$GLANCE_END" \
+    --glance-anneal-updates "$GLANCE_ANNEAL_UPDATES" "${init[@]}" "$@"
 }
 main "$@"
 exit
