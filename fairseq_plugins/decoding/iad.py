@@ -38,7 +38,8 @@ class SourceCopyDrafter(Drafter):
 
     def propose(self, tokens, lengths, k):
         drafts = []
-        for row, (prefix, n) in enumerate(zip(tokens.tolist(), lengths.tolist())):
+        filled = tokens[:, : int(lengths.max())].tolist()  # not the pad tail of the state buffer
+        for row, (prefix, n) in enumerate(zip(filled, lengths.tolist())):
             output = [BOS] + prefix[1:n]
             drafts.append(unique_suffix_continuation(output, self.sources[row], self.match_length, k))
         width = max(map(len, drafts))

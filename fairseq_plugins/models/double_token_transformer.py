@@ -179,14 +179,17 @@ def double_token_base_architecture(args):
     base_architecture(args)
 
 
+def _default_sizes(args, **sizes):
+    """Encoder and decoder ``{side}_{name}`` defaults, e.g. ``layers=3`` -> encoder_layers/decoder_layers."""
+    for side in ("encoder", "decoder"):
+        for name, value in sizes.items():
+            setattr(args, f"{side}_{name}", getattr(args, f"{side}_{name}", value))
+
+
 @register_model_architecture("double_token_transformer", "double_token_transformer_small")
 def double_token_small_architecture(args):
     """3 layers, 256 dim, 4 heads: Multi30k-size runs on a CPU."""
-    for side in ("encoder", "decoder"):
-        setattr(args, f"{side}_layers", getattr(args, f"{side}_layers", 3))
-        setattr(args, f"{side}_embed_dim", getattr(args, f"{side}_embed_dim", 256))
-        setattr(args, f"{side}_ffn_embed_dim", getattr(args, f"{side}_ffn_embed_dim", 1024))
-        setattr(args, f"{side}_attention_heads", getattr(args, f"{side}_attention_heads", 4))
+    _default_sizes(args, layers=3, embed_dim=256, ffn_embed_dim=1024, attention_heads=4)
     args.dropout = getattr(args, "dropout", 0.3)
     double_token_base_architecture(args)
 
@@ -194,9 +197,5 @@ def double_token_small_architecture(args):
 @register_model_architecture("double_token_transformer", "double_token_transformer_tiny")
 def double_token_tiny_architecture(args):
     """2 layers, 32 dim, 2 heads: unit tests."""
-    for side in ("encoder", "decoder"):
-        setattr(args, f"{side}_layers", getattr(args, f"{side}_layers", 2))
-        setattr(args, f"{side}_embed_dim", getattr(args, f"{side}_embed_dim", 32))
-        setattr(args, f"{side}_ffn_embed_dim", getattr(args, f"{side}_ffn_embed_dim", 64))
-        setattr(args, f"{side}_attention_heads", getattr(args, f"{side}_attention_heads", 2))
+    _default_sizes(args, layers=2, embed_dim=32, ffn_embed_dim=64, attention_heads=2)
     double_token_base_architecture(args)
