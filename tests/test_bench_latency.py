@@ -4,12 +4,12 @@ import json
 import os
 import subprocess
 import sys
-import types
 
 import pytest
+import torch
 
 from conftest import BIN_DIR, REPO
-from fairseq_plugins.bench import latency
+from fairseq_plugins.bench import ct2, latency
 from fairseq_plugins.bench.decoders import parse_decoders, split_specs
 from fairseq_plugins.bench.timing import percentile
 from fairseq_plugins.decoding.registry import decoder_names
@@ -29,9 +29,9 @@ def harness_args(data, checkpoint, decoders, out=None, sentences=6):
 
 @pytest.fixture(scope="module")
 def bench(reverse_data, tiny_checkpoint, tmp_path_factory):
-    """One harness run with four decoders; (output folder, JSON written)."""
+    """One harness run with four fairseq decoders (no CTranslate2 rows); (output folder, JSON written)."""
     out = tmp_path_factory.mktemp("latency")
-    latency.main(harness_args(reverse_data, tiny_checkpoint, ",".join(DECODERS), out))
+    latency.main(harness_args(reverse_data, tiny_checkpoint, ",".join(DECODERS), out) + ["--no-ctranslate2"])
     with open(out / "t.json") as f:
         return out, json.load(f)
 
@@ -109,32 +109,29 @@ def test_missing_inputs_are_skipped_with_a_message(reverse_data, tiny_checkpoint
     assert "- specdec: skipped (needs a block drafter" in text and "- CTranslate2: skipped" in text
 
 
-def test_ctranslate2_rows_with_a_stand_in_module(reverse_data, tiny_checkpoint, tmp_path, monkeypatch):
-    """The CTranslate2 code path, with a fake package that answers the reference."""
-    calls = []
+def test_ctranslate2_greedy_output_is_fairseq_greedy(reverse_data, tiny_checkpoint, tmp_path):
+    """The verifier converted with the real ctranslate2 package; a low length cap so that
+    some outputs end at it (fairseq forces EOS there, CTranslate2 stops)."""
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    argv = harness_args(reverse_data, tiny_checkpoint, "beam1,beam5", None, 12)
+    result = latency.main(argv + ["--max-len-b", "4", "--ct2-dir", str(tmp_path / "ct2")])
+    assert result["ctranslate2"] == {"status": "ok", "version": ctranslate2.__version__}
+    rows = {(row["decoder"], row["engine"]): row for row in result["rows"]}
+    assert list(rows) == [("beam1", "fairseq"), ("beam5", "fairseq"), ("beam1", "ctranslate2"),
+                          ("beam5", "ctranslate2")]
+    greedy, ct2_greedy = rows["beam1", "fairseq"], rows["beam1", "ctranslate2"]
+    assert 5 in greedy["iterations"]  # 4 tokens + the forced EOS
+    assert ct2_greedy["mismatches_vs_greedy"] == 0 and ct2_greedy["bleu"] == greedy["bleu"]
+    assert ct2_greedy["iterations"] == greedy["iterations"] and ct2_greedy["sentences"] == 12
+    assert (tmp_path / "ct2" / "model.bin").exists()
 
-    class Converter:
-        def __init__(self, model_path, data_dir, source_lang=None, target_lang=None):
-            calls.append(("convert", source_lang, target_lang))
 
-        def convert(self, output_dir, force=False):
-            open(os.path.join(output_dir, "model.bin"), "w").close()
-
-    class Translator:
-        def __init__(self, model_dir, device, compute_type, inter_threads, intra_threads):
-            calls.append(("translator", device, intra_threads))
-
-        def translate_batch(self, source, beam_size, **kwargs):
-            return [types.SimpleNamespace(hypotheses=[list(reversed(s))]) for s in source]
-
-    fake = types.SimpleNamespace(converters=types.SimpleNamespace(FairseqConverter=Converter), Translator=Translator)
-    monkeypatch.setitem(sys.modules, "ctranslate2", fake)
-    result = latency.main(harness_args(reverse_data, tiny_checkpoint, "beam1", None, 3))
-    ct2_rows = [row for row in result["rows"] if row["engine"] == "ctranslate2"]
-    assert [row["decoder"] for row in ct2_rows] == ["beam1", "beam5"]
-    assert ct2_rows[0]["bleu"] == 100.0  # the reverse task's reference
-    assert ct2_rows[0]["speedup_vs_greedy_median"] > 0 and ct2_rows[0]["mismatches_vs_greedy"] is not None
-    assert calls[:2] == [("convert", "src", "tgt"), ("translator", "cpu", 1)]
+def test_ctranslate2_rejects_a_model_that_is_not_a_transformer_in_one_line():
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    with pytest.raises(ValueError, match="CTranslate2 converts fairseq transformers, not Linear") as error:
+        ct2.transformer_spec(ctranslate2, torch.nn.Linear(2, 2))
+    assert ct2.reason(error.value) == "ValueError: CTranslate2 converts fairseq transformers, not Linear"
+    assert ct2.reason(RuntimeError("first line\nsecond line")) == "RuntimeError: first line"
 
 
 def test_decoder_specs():

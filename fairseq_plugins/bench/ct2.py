@@ -1,11 +1,12 @@
-"""Optional CTranslate2 rows: the same verifier converted with CTranslate2's fairseq
-converter, timed with greedy search and beam 5 on the same batches and thread count.
+"""Optional CTranslate2 rows: the same verifier converted to CTranslate2 (with the setters
+of its fairseq converter), timed with greedy search and beam 5 on the same batches and
+thread count, under fairseq's length limits, so that greedy output is fairseq's.
 
 Nothing here is needed by the rest of the harness: without the ``ctranslate2`` package
 (or when the conversion fails, e.g. an architecture CTranslate2 does not support) the
 rows are skipped with the reason.
 """
-import inspect
+import ast
 import os
 import tempfile
 from typing import Dict, List, Optional, Tuple
@@ -24,18 +25,86 @@ def import_ctranslate2() -> Tuple[object, Optional[str]]:
     return ctranslate2, None
 
 
-def convert(ctranslate2, engine, checkpoint: str, data: str, output_dir: str) -> str:
-    """Convert the verifier (like ``ct2-fairseq-converter``) unless ``output_dir`` has a model."""
+# fairseq --activation-fn -> CTranslate2 Activation member (those its fairseq converter accepts)
+ACTIVATIONS = {"relu": "RELU", "gelu": "GELU", "gelu_accurate": "GELUTanh", "gelu_fast": "GELUTanh",
+               "swish": "SWISH"}
+
+
+def convert(ctranslate2, engine, checkpoint: str, output_dir: str) -> str:
+    """Write the verifier in CTranslate2's format unless ``output_dir`` has a model.
+
+    CTranslate2's ``FairseqConverter`` cannot load our checkpoints itself (it unpickles
+    them with ``weights_only=True`` and rebuilds the task from the model config), so the
+    model is loaded here, as the harness loads it, and its weights are handed to the
+    converter's own per-module setters.
+    """
     if os.path.exists(os.path.join(output_dir, "model.bin")):
         return output_dir
-    from fairseq_plugins.bench.fairseq_engine import PLUGIN_DIR
-
-    converter_cls = ctranslate2.converters.FairseqConverter
-    kwargs = {"source_lang": engine.task.cfg.source_lang, "target_lang": engine.task.cfg.target_lang}
-    if "user_dir" in inspect.signature(converter_cls.__init__).parameters:
-        kwargs["user_dir"] = PLUGIN_DIR
-    converter_cls(checkpoint, data, **kwargs).convert(output_dir, force=True)
+    model = load_cpu_model(engine, checkpoint)
+    spec = transformer_spec(ctranslate2, model)
+    fill_weights(ctranslate2, spec, model)
+    spec.register_source_vocabulary(vocabulary(engine.src_dict))
+    spec.register_target_vocabulary(vocabulary(engine.tgt_dict))
+    spec.config.decoder_start_token = spec.config.eos_token  # fairseq starts the target with EOS
+    spec.config.add_source_eos = True  # and ends the source with it
+    spec.validate()
+    spec.optimize()
+    os.makedirs(output_dir, exist_ok=True)
+    spec.save(output_dir)
     return output_dir
+
+
+def load_cpu_model(engine, checkpoint: str):
+    """The verifier loaded again, on the CPU in float32 (the converter reads numpy weights)."""
+    from fairseq import checkpoint_utils, utils
+
+    paths = utils.split_paths(checkpoint)
+    if len(paths) != 1:
+        raise ValueError(f"CTranslate2 converts one checkpoint, --path names {len(paths)}")
+    overrides = ast.literal_eval(engine.cfg.common_eval.model_overrides)
+    models, _ = checkpoint_utils.load_model_ensemble(paths, arg_overrides=overrides, task=engine.task)
+    return models[0].eval()
+
+
+def transformer_spec(ctranslate2, model):
+    """CTranslate2's empty ``TransformerSpec`` for a fairseq transformer (any arch preset)."""
+    from fairseq.models.transformer import TransformerModelBase
+
+    if not isinstance(model, TransformerModelBase):
+        raise ValueError(f"CTranslate2 converts fairseq transformers, not {type(model).__name__}")
+    cfg = model.cfg
+    problems = [message for failed, message in (
+        (cfg.activation_fn not in ACTIVATIONS, f"--activation-fn {cfg.activation_fn} is not supported"),
+        (cfg.no_token_positional_embeddings, "--no-token-positional-embeddings is not supported"),
+        (cfg.adaptive_softmax_cutoff is not None, "--adaptive-softmax-cutoff is not supported"),
+        (cfg.encoder.normalize_before != cfg.decoder.normalize_before,
+         "encoder and decoder must both be pre-norm or both post-norm"),
+        (cfg.encoder.attention_heads != cfg.decoder.attention_heads,
+         "encoder and decoder must have the same number of attention heads"),
+    ) if failed]
+    if problems:
+        raise ValueError("cannot convert the verifier to CTranslate2: " + "; ".join(problems))
+    return ctranslate2.specs.TransformerSpec.from_config(
+        (cfg.encoder.layers, cfg.decoder.layers), cfg.encoder.attention_heads, pre_norm=cfg.encoder.normalize_before,
+        activation=getattr(ctranslate2.specs.Activation, ACTIVATIONS[cfg.activation_fn]),
+        layernorm_embedding=cfg.layernorm_embedding)
+
+
+def fill_weights(ctranslate2, spec, model):
+    """Copy the encoder and decoder weights into ``spec`` with the fairseq converter's setters."""
+    import torch
+
+    setters = ctranslate2.converters.fairseq
+    with torch.no_grad():
+        setters.set_transformer_encoder(spec.encoder, model.encoder)
+        setters.set_transformer_decoder(spec.decoder, model.decoder)
+
+
+def vocabulary(dictionary) -> List[str]:
+    """A fairseq dictionary's symbols in id order, padding renamed as CTranslate2 expects."""
+    symbols = list(dictionary.symbols)
+    symbols[dictionary.pad()] = "<blank>"
+    return symbols
 
 
 def make_translator(ctranslate2, model_dir: str, device: str, threads: int, fp16: bool):
@@ -49,13 +118,18 @@ def sources(engine, batches: List[Batch]) -> Dict[int, List[str]]:
     return {i: engine.source_symbols(i) for batch in batches for i in batch.ids}
 
 
-def runner(translator, symbols: Dict[int, List[str]], beam: int, generation):
+def max_length(generation, longest_source: int, max_positions: int) -> int:
+    """fairseq's SequenceGenerator cap on output tokens before EOS: ``a * source length + b``
+    (source length with EOS, the longest in the batch), at most the decoder's positions - 1."""
+    return min(int(generation.max_len_a * longest_source + generation.max_len_b), max_positions - 1)
+
+
+def runner(translator, symbols: Dict[int, List[str]], beam: int, generation, max_positions: int):
     """``run(batch)``: one ``translate_batch`` call with fairseq's length limits."""
     def run(batch: Batch):
         source = [symbols[i] for i in batch.ids]
-        longest = max(len(s) for s in source) + 1  # + EOS, as fairseq's src_tokens.size(1)
-        max_len = int(generation.max_len_a * longest + generation.max_len_b)
-        return translator.translate_batch(source, beam_size=beam, max_batch_size=0, max_decoding_length=max_len,
+        limit = max_length(generation, max(len(s) for s in source) + 1, max_positions)
+        return translator.translate_batch(source, beam_size=beam, max_batch_size=0, max_decoding_length=limit,
                                           min_decoding_length=generation.min_len, length_penalty=generation.lenpen)
 
     return run
@@ -72,6 +146,12 @@ def outputs(beam: int):
         return converted
 
     return convert
+
+
+def reason(error: Exception) -> str:
+    """``Type: first line of the message`` (torch's unpickling errors run to many lines)."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"
 
 
 class Workspace:

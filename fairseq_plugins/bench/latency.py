@@ -144,15 +144,17 @@ def run_ctranslate2(args, engine, batches_by_size, ids, refs, found) -> Dict[str
         return {"status": "skipped", "reason": reason}
     workspace = ct2.Workspace(args.ct2_dir)
     try:
-        model_dir = ct2.convert(module, engine, args.path, args.data, workspace.path)
+        model_dir = ct2.convert(module, engine, args.path, workspace.path)
         translator = ct2.make_translator(module, model_dir, args.device, args.threads, args.fp16)
         symbols = ct2.sources(engine, next(iter(batches_by_size.values())))
+        max_positions = engine.models[0].max_decoder_positions()
         for label, beam in ct2.BEAMS:
-            time_engine(args, label, "ctranslate2", ct2.runner(translator, symbols, beam, engine.cfg.generation),
-                        ct2.outputs(beam), batches_by_size, ids, engine.detokenize, refs, found)
+            run = ct2.runner(translator, symbols, beam, engine.cfg.generation, max_positions)
+            time_engine(args, label, "ctranslate2", run, ct2.outputs(beam), batches_by_size, ids, engine.detokenize,
+                        refs, found)
     except Exception as error:  # conversion/decoding problems of an optional third-party engine
-        say(f"CTranslate2 rows skipped: {type(error).__name__}: {error}")
-        return {"status": "skipped", "reason": f"{type(error).__name__}: {error}"}
+        say(f"CTranslate2 rows skipped: {ct2.reason(error)}")
+        return {"status": "skipped", "reason": ct2.reason(error)}
     finally:
         workspace.close()
     return {"status": "ok", "version": getattr(module, "__version__", None)}
