@@ -12,7 +12,9 @@ main() {
   VERIFIER_HOURS=${VERIFIER_HOURS:-1.25}       # wall-clock caps of the two trainings
   DRAFTER_HOURS=${DRAFTER_HOURS:-0.75}
   NUM_AVG=${NUM_AVG:-5}                        # checkpoints averaged (verifier)
-  DOUBLE_TOKEN=${DOUBLE_TOKEN:-0}              # 1: also train the double-token systems (recipes/double-token)
+  DOUBLE_TOKEN=${DOUBLE_TOKEN:-0}              # 1: also the double-token systems (recipes/double-token), ~35 min each
+  DOUBLE_TOKEN_ORDERS=${DOUBLE_TOKEN_ORDERS:-bidirectional single_l2r}   # all five: + single_r2l double_l2r double_r2l
+  DOUBLE_TOKEN_EPOCHS=${DOUBLE_TOKEN_EPOCHS:-7}
   MAX_SENTENCES=${MAX_SENTENCES:-0}            # latency on the first N test sentences (0: all 1,000)
   THREADS=${THREADS:-1}
   DECODERS=${DECODERS:-beam1,beam5,specdec,specdec++,specdec++:beta=5,tau=3,iad,gs-jacobi,hybrid-jacobi,drafter-only}
@@ -36,7 +38,10 @@ main() {
       STOP_TIME_HOURS=$DRAFTER_HOURS THREADS=$THREADS bash "$recipes/train-drafter.sh"
   fi
   log "5/6 double-token systems"
-  if [ "$DOUBLE_TOKEN" = 1 ]; then DATA=$OUT/bin bash "$recipes/double-token/train-multi30k.sh"; fi
+  if [ "$DOUBLE_TOKEN" = 1 ]; then
+    DATA=$OUT/bin SAVE_ROOT=$OUT/double-token ORDERS=$DOUBLE_TOKEN_ORDERS MAX_EPOCH=$DOUBLE_TOKEN_EPOCHS \
+      EVALUATE=1 MAX_SENTENCES=$MAX_SENTENCES THREADS=$THREADS bash "$recipes/double-token/train-multi30k.sh"
+  fi
   log "6/6 latency and BLEU of every decoder on test2016 (batch 1, $THREADS thread(s))"
   if ! all_exist "$results.md"; then
     DATA=$OUT/bin CHECKPOINT=$verifier DRAFTER=$drafter DECODERS=$DECODERS SUBSET=test \
@@ -45,6 +50,7 @@ main() {
   fi
   log "results: $results.md $results.png"
   cat "$results.md"
+  if [ "$DOUBLE_TOKEN" = 1 ]; then log "double-token systems: $OUT/double-token/results.md"; cat "$OUT/double-token/results.md"; fi
 }
 main "$@"
 exit

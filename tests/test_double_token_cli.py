@@ -5,6 +5,7 @@ import re
 import pytest
 
 from conftest import PLUGIN_DIR, TRAIN_FLAGS, run_cli
+from fairseq_plugins_compat.errors import PluginError
 
 pytestmark = pytest.mark.slow
 
@@ -75,3 +76,70 @@ def test_comparison_systems_train_and_generate(reverse_data, tmp_path, order):
     out = run_cli("fairseq-generate", reverse_data, *TASK, "--target-order", order, "--path", checkpoint,
                   "--cpu", "--batch-size", "8", "--beam", "2").stdout
     assert sorted(hypotheses(out)) == list(range(24)) and "BLEU4 =" in out
+
+
+def test_systems_benchmark_side_by_side(reverse_data, bidirectional_checkpoint, tiny_checkpoint, tmp_path):
+    """``python -m fairseq_plugins.bench.systems``: each checkpoint under its own task and order,
+    the same sentences as fairseq-generate, ratios relative to the baseline at the same beam."""
+    from fairseq_plugins.bench import systems
+
+    out = tmp_path / "systems"
+    result = systems.main([str(reverse_data), "--system", f"single={tiny_checkpoint}",
+                           "--system", f"pairs={bidirectional_checkpoint}", "--beams", "1,2",
+                           "--max-sentences", "8", "--warmup", "1", "--no-progress-bar",
+                           "--out-md", str(out / "s.md"), "--out-png", str(out / "s.png"),
+                           "--out-json", str(out / "s.json")])
+    rows = {(r["system"], r["beam"]): r for r in result["rows"]}
+    assert sorted(rows) == [("pairs", 1), ("pairs", 2), ("single", 1), ("single", 2)]
+    assert rows["pairs", 1]["order"] == "bidirectional" and rows["single", 1]["order"] == "translation"
+    for row in rows.values():
+        assert row["sentences"] == 8 and row["tokens_per_s"] == row["output_tokens"] / row["total_s"]
+        base = rows["single", row["beam"]]
+        assert row["tokens_per_s_ratio"] == pytest.approx(row["tokens_per_s"] / base["tokens_per_s"])
+    assert rows["single", 1]["tokens_per_s_ratio"] == 1.0 and rows["single", 1]["bleu_delta"] == 0.0
+    # two tokens per step: about half the steps of the natural length + EOD
+    assert rows["pairs", 1]["tokens_per_iteration"] > 1.5
+    greedy = run_cli("fairseq-generate", reverse_data, *TASK, "--path", bidirectional_checkpoint, "--cpu",
+                     "--beam", "1", "--batch-size", "1").stdout
+    texts = {sid: h[0][1] for sid, h in hypotheses(greedy).items()}
+    assert rows["pairs", 1]["output_tokens"] == sum(len(texts[i].split()) for i in rows["pairs", 1]["ids"])
+    assert "| pairs | bidirectional | 2 |" in (out / "s.md").read_text() and (out / "s.png").stat().st_size > 0
+
+
+def test_systems_benchmark_bad_input(reverse_data, tiny_checkpoint, tmp_path):
+    from fairseq_plugins.bench import systems
+
+    with pytest.raises(PluginError, match="--system: expected NAME=CHECKPOINT"):
+        systems.parse_args([str(reverse_data), "--system", str(tiny_checkpoint)])
+    with pytest.raises(PluginError) as error:
+        systems.parse_args([str(reverse_data), "--system", f"a={tmp_path / 'missing.pt'}", "--baseline", "b",
+                            "--beams", "0"])
+    assert "no such file" in str(error.value) and "--baseline 'b'" in str(error.value)
+    assert "--beams must be positive" in str(error.value)
+
+
+def test_multi30k_recipe_dry_run(reverse_data, tmp_path):
+    """recipes/double-token/train-multi30k.sh (DRY_RUN: tiny model, 2 epochs) trains two orders,
+    evaluates them side by side, and skips training on a rerun."""
+    import os
+    import subprocess
+
+    from conftest import BIN_DIR, REPO
+
+    env = {**os.environ, "DRY_RUN": "1", "DATA": str(reverse_data), "SRC": "src", "TGT": "tgt",
+           "REMOVE_BPE": "none", "EVALUATE": "1", "ORDERS": "bidirectional single_l2r",
+           "SAVE_ROOT": str(tmp_path), "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
+    script = str(REPO / "recipes" / "double-token" / "train-multi30k.sh")
+    run = lambda: subprocess.run(["bash", script], env=env, text=True, stdout=subprocess.PIPE,  # noqa: E731
+                                 stderr=subprocess.STDOUT, timeout=600)
+    proc = run()
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    for order in ("bidirectional", "single_l2r"):
+        assert (tmp_path / order / "checkpoint2.pt").exists() and (tmp_path / order / "training.done").exists()
+    table = (tmp_path / "results.md").read_text()
+    assert re.findall(r"^\| (\w+) \| (\w+) \| (\d) \|", table, re.M) == [
+        ("bidirectional", "bidirectional", "1"), ("bidirectional", "bidirectional", "2"),
+        ("single_l2r", "single_l2r", "1"), ("single_l2r", "single_l2r", "2")]
+    assert "vs `single_l2r` at the same beam" in table
+    rerun = run()
+    assert rerun.returncode == 0 and "trained already" in rerun.stdout and "fairseq_cli.train" not in rerun.stdout

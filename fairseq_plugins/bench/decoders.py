@@ -111,9 +111,12 @@ def missing_inputs(spec: DecoderSpec, drafter_path: Optional[str]) -> Optional[s
 def configure(task, generation, spec: DecoderSpec, base: Dict[str, object], drafter_path: Optional[str]):
     """Set the task cfg (``--decoding``, drafter, block size, beta, tau...) and the
     generation cfg (``--beam``) for ``spec``; ``base``: the task fields as first loaded."""
-    task.cfg.decoding = spec.decoding
-    for name in TASK_FIELDS:
-        setattr(task.cfg, name, base[name])
+    if spec.decoding != "beam" and not hasattr(task.cfg, "decoding"):
+        raise PluginError(f"decoder {spec.label!r} needs --task speculative_translation, not --task {task.cfg._name}")
+    if hasattr(task.cfg, "decoding"):
+        task.cfg.decoding = spec.decoding
+    for name, value in base.items():
+        setattr(task.cfg, name, value)
     if drafter_path and spec.decoding in NEEDS_DRAFTER:
         task.cfg.drafter_path = drafter_path
     for name, value in spec.options.items():
@@ -122,5 +125,6 @@ def configure(task, generation, spec: DecoderSpec, base: Dict[str, object], draf
 
 
 def task_defaults(task) -> Dict[str, object]:
-    """The task fields ``configure`` changes, as loaded (command-line values kept)."""
-    return {name: getattr(task.cfg, name) for name in TASK_FIELDS}
+    """The task fields ``configure`` changes, as loaded (command-line values kept); none for
+    a task without the speculative decoders (``beamN`` specs only)."""
+    return {name: getattr(task.cfg, name) for name in TASK_FIELDS if hasattr(task.cfg, name)}

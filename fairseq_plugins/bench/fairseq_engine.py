@@ -19,17 +19,17 @@ TASK = "speculative_translation"
 
 
 def fairseq_config(data: str, path: str, gen_subset: str, device: str, fp16: bool,
-                   post_process: Optional[str], extra: List[str]):
+                   post_process: Optional[str], extra: List[str], task: str = TASK):
     """fairseq's config (``cfg.task``, ``cfg.generation``...) as fairseq-generate would parse it."""
     from fairseq import options
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
-    argv = [data, "--user-dir", PLUGIN_DIR, "--task", TASK, "--path", path, "--gen-subset", gen_subset, *extra]
+    argv = [data, "--user-dir", PLUGIN_DIR, "--task", task, "--path", path, "--gen-subset", gen_subset, *extra]
     if post_process:
         argv += ["--post-process", post_process]
     argv += ["--cpu"] if device == "cpu" else []
     argv += ["--fp16"] if fp16 else []
-    parser = options.get_generation_parser(default_task=TASK)
+    parser = options.get_generation_parser(default_task=task)
     return convert_namespace_to_omegaconf(options.parse_args_and_arch(parser, argv))
 
 

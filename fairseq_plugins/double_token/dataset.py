@@ -68,6 +68,10 @@ class DecodingOrderDataset(BaseWrapperDataset):
     def tgt(self):
         return self.dataset.tgt
 
+    @property
+    def src_sizes(self):
+        return self.dataset.src_sizes
+
     def collater(self, samples):
         batch = self.dataset.collater(samples)
         if not batch or batch.get("target") is None:

@@ -2,13 +2,16 @@
 # Double-token bidirectional decoding (Imamura & Sumita) on Multi30k: trains the double-token
 # model and a same-size single-token baseline (the same model code with --target-order
 # single_l2r, i.e. a standard transformer with learned decoder positions), then, with
-# EVALUATE=1, decodes GEN_SUBSET with each and prints BLEU and speed.
+# EVALUATE=1, decodes GEN_SUBSET with each at batch 1 (beam 1 and BEAM) side by side
+# (python -m fairseq_plugins.bench.systems): BLEU, tokens/s and ratios to single_l2r in
+# SAVE_ROOT/results.{md,png,json}.
 #   DATA=/work/runs/multi30k/bin bash recipes/double-token/train-multi30k.sh
 #   ORDERS="bidirectional single_l2r single_r2l double_l2r double_r2l" bash recipes/double-token/train-multi30k.sh
 #                                              # all systems of the paper's Table 2 (but Mask-Predict)
 #   DRY_RUN=1 DATA=<small binarized dir> SRC=src TGT=tgt REMOVE_BPE=none bash recipes/double-token/train-multi30k.sh
 # Every option below is an env var. Extra fairseq-train options: append after the script name.
-# fairseq-train resumes from SAVE_ROOT/ORDER/checkpoint_last.pt, so a rerun continues or skips.
+# An order whose SAVE_ROOT/ORDER/training.done exists is not trained again (delete it to train on:
+# fairseq-train resumes from checkpoint_last.pt); results.md is rewritten by every EVALUATE=1 run.
 set -euo pipefail
 main() {
   . "$(dirname "$0")/../lib/common.sh"
@@ -35,7 +38,10 @@ main() {
   EVALUATE=${EVALUATE:-0}                      # 1: decode GEN_SUBSET with every trained order
   GEN_SUBSET=${GEN_SUBSET:-test}               # test = test2016 flickr, test1 = test2017 flickr
   CHECKPOINT=${CHECKPOINT:-checkpoint_best.pt}
-  BEAM=${BEAM:-5}; BATCH_SIZE=${BATCH_SIZE:-32}   # paper: beam 10, 32 sentences per batch
+  BEAM=${BEAM:-5}; BATCH_SIZE=${BATCH_SIZE:-1}    # rows: beam 1 and BEAM (paper: beam 10)
+  MAX_SENTENCES=${MAX_SENTENCES:-0}            # 0: the whole split
+  WARMUP=${WARMUP:-10}                         # untimed sentences per row
+  MAX_LEN=${MAX_LEN:---max-len-a 1.2 --max-len-b 10}   # output length limit (as recipes/multi30k-cpu.sh)
   REMOVE_BPE=${REMOVE_BPE:-sentencepiece}      # none: the data has no subwords
   # hardware
   CPU=${CPU:-1}; FP16=${FP16:-0}; THREADS=${THREADS:-1}; NUM_WORKERS=${NUM_WORKERS:-1}
@@ -43,14 +49,13 @@ main() {
   if [ "$DRY_RUN" = 1 ]; then   # tiny model, a few updates, CPU
     ARCH=double_token_transformer_tiny; MAX_TOKENS=1000; MAX_EPOCH=2; MAX_UPDATE=0; WARMUP=10
     CPU=1; FP16=0; NUM_WORKERS=0; LOG_INTERVAL=5; EVAL_BLEU=0; KEEP_LAST_EPOCHS=2; BEAM=2
+    MAX_SENTENCES=${DRY_SENTENCES:-5}; WARMUP=1
   fi
   export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
   all_exist "$DATA/dict.$SRC.txt" "$DATA/dict.$TGT.txt" || die "no binarized data in DATA=$DATA (recipes/data/prepare-multi30k.sh)"
   local order
   for order in $ORDERS; do train_one "$order" "$@"; done
-  if [ "$EVALUATE" = 1 ]; then
-    for order in $ORDERS; do evaluate "$order"; done
-  fi
+  if [ "$EVALUATE" = 1 ]; then evaluate; fi
 }
 
 # train_one ORDER [fairseq-train options...]: SAVE_ROOT/ORDER/checkpoint*.pt
@@ -80,24 +85,36 @@ train_one() {
            --best-checkpoint-metric bleu --maximize-best-checkpoint-metric)
     if [ "$REMOVE_BPE" != none ]; then args+=(--eval-bleu-remove-bpe "$REMOVE_BPE"); fi
   fi
+  if all_exist "$SAVE_ROOT/$order/training.done"; then
+    log "$order: trained already ($SAVE_ROOT/$order/training.done)"; return
+  fi
   mkdir -p "$SAVE_ROOT/$order"
   log "training $ARCH --target-order $order on $DATA -> $SAVE_ROOT/$order"
   fairseq-train "${args[@]}" "$@" 2>&1 | tee -a "$SAVE_ROOT/$order/train.log"
+  date > "$SAVE_ROOT/$order/training.done"
 }
 
-# evaluate ORDER: SAVE_ROOT/ORDER/generate-GEN_SUBSET.txt; logs its BLEU and speed lines
+# evaluate: every order side by side at batch BATCH_SIZE -> SAVE_ROOT/results.{md,png,json}
 evaluate() {
-  local order=$1 out=$SAVE_ROOT/$1/generate-$GEN_SUBSET.txt
-  local args=(
-    "$DATA" --user-dir "$USER_DIR" --task double_token_translation --target-order "$order"
-    --source-lang "$SRC" --target-lang "$TGT" --path "$SAVE_ROOT/$order/$CHECKPOINT"
-    --gen-subset "$GEN_SUBSET" --beam "$BEAM" --batch-size "$BATCH_SIZE"
-  )
-  if [ "$REMOVE_BPE" != none ]; then args+=(--remove-bpe "$REMOVE_BPE" --scoring sacrebleu); fi
-  if [ "$CPU" = 1 ]; then args+=(--cpu); elif [ "$FP16" = 1 ]; then args+=(--fp16); fi
-  fairseq-generate "${args[@]}" > "$out" 2>&1
-  log "$order: $(grep -E '^Generate ' "$out" | tail -1)"
-  log "$order: $(grep -oE 'Translated .*' "$out" | tail -1)"
+  local order baseline args=()
+  for order in $ORDERS; do args+=(--system "$order=$SAVE_ROOT/$order/$CHECKPOINT"); done
+  baseline=$(first_of single_l2r $ORDERS)
+  args+=(--baseline "$baseline" --beams "1,$BEAM" --gen-subset "$GEN_SUBSET" --batch-size "$BATCH_SIZE"
+         --max-sentences "$MAX_SENTENCES" --warmup "$WARMUP" --threads "$THREADS"
+         --source-lang "$SRC" --target-lang "$TGT"
+         --out-md "$SAVE_ROOT/results.md" --out-png "$SAVE_ROOT/results.png" --out-json "$SAVE_ROOT/results.json")
+  if [ "$REMOVE_BPE" != none ]; then args+=(--remove-bpe "$REMOVE_BPE"); fi
+  if [ "$CPU" != 1 ]; then args+=(--device cuda); if [ "$FP16" = 1 ]; then args+=(--fp16); fi; fi
+  log "evaluating $ORDERS on $GEN_SUBSET (batch $BATCH_SIZE, beams 1,$BEAM, vs $baseline) -> $SAVE_ROOT/results.md"
+  # shellcheck disable=SC2086  # MAX_LEN is a list of options
+  "$PYTHON" -m fairseq_plugins.bench.systems "$DATA" "${args[@]}" $MAX_LEN >&2
+}
+
+# first_of WANTED ITEM...: WANTED if it is among the items, else the first item
+first_of() {
+  local wanted=$1; shift
+  case " $* " in *" $wanted "*) echo "$wanted" ;; *) echo "$1" ;; esac
 }
 
 main "$@"
+exit
