@@ -124,6 +124,11 @@ def test_ctranslate2_greedy_output_is_fairseq_greedy(reverse_data, tiny_checkpoi
     assert ct2_greedy["mismatches_vs_greedy"] == 0 and ct2_greedy["bleu"] == greedy["bleu"]
     assert ct2_greedy["iterations"] == greedy["iterations"] and ct2_greedy["sentences"] == 12
     assert (tmp_path / "ct2" / "model.bin").exists()
+    # the folder remembers its checkpoint: another file (same bytes, other path) is converted again
+    assert (tmp_path / "ct2" / "converted_from.txt").read_text() == ct2.checkpoint_stamp(str(tiny_checkpoint))
+    other = tmp_path / "other.pt"
+    other.write_bytes(tiny_checkpoint.read_bytes())
+    assert ct2.checkpoint_stamp(str(other)) != ct2.checkpoint_stamp(str(tiny_checkpoint))
 
 
 def test_ctranslate2_rejects_a_model_that_is_not_a_transformer_in_one_line():

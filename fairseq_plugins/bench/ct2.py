@@ -38,7 +38,8 @@ def convert(ctranslate2, engine, checkpoint: str, output_dir: str) -> str:
     model is loaded here, as the harness loads it, and its weights are handed to the
     converter's own per-module setters.
     """
-    if os.path.exists(os.path.join(output_dir, "model.bin")):
+    stamp, stamp_path = checkpoint_stamp(checkpoint), os.path.join(output_dir, "converted_from.txt")
+    if os.path.exists(os.path.join(output_dir, "model.bin")) and read_text(stamp_path) == stamp:
         return output_dir
     model = load_cpu_model(engine, checkpoint)
     spec = transformer_spec(ctranslate2, model)
@@ -51,7 +52,24 @@ def convert(ctranslate2, engine, checkpoint: str, output_dir: str) -> str:
     spec.optimize()
     os.makedirs(output_dir, exist_ok=True)
     spec.save(output_dir)
+    with open(stamp_path, "w") as f:
+        f.write(stamp)
     return output_dir
+
+
+def checkpoint_stamp(checkpoint: str) -> str:
+    """Which checkpoint file a conversion came from (path, size, mtime): a reused ``--ct2-dir``
+    holding another model's conversion is converted again, not timed."""
+    info = os.stat(checkpoint)
+    return f"{os.path.abspath(checkpoint)}\t{info.st_size}\t{info.st_mtime_ns}\n"
+
+
+def read_text(path: str) -> Optional[str]:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def load_cpu_model(engine, checkpoint: str):
