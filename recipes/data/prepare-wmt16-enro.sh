@@ -9,6 +9,8 @@
 #   TRAIN_DIR/train.{en,ro}                        concatenated training corpora
 #   WMT_DIR/newsdev2016-enro.{en,ro}, WMT_DIR/newstest2016.{en,ro}   (else: sacreBLEU wmt16/dev, wmt16)
 # raw/orig/{valid,test}.ro keep the untouched references (sacreBLEU with diacritics).
+# Dry run: train = DRY_LINES lines of TRAIN_DIR/train (else of newsdev2016), valid = newsdev2016's
+# lines DRY_LINES+1..DRY_LINES+50, test = newstest2016's first 50; nothing is downloaded.
 set -euo pipefail
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -26,22 +28,27 @@ if [ "$DRY_RUN" = 1 ]; then BPE_OPS=${DRY_BPE_OPS:-300}; fi
 RAW=$OUT_DIR/raw DL=$OUT_DIR/download
 mkdir -p "$RAW/orig"
 side() { [ "$1" = "$SRC" ] && echo src || echo ref; }
+# dry_need FILE: a dry run never downloads: stop with one clear line when the local FILE is missing
+dry_need() {
+  if [ "$DRY_RUN" = 1 ] && [ ! -s "$1" ]; then die "dry run: local file $1 is missing (dry runs do not download; set WMT_DIR)"; fi
+}
 
 # 1. raw text (into raw/orig first)
 for lang in "$SRC" "$TGT"; do
   if ! all_exist "$RAW/orig/valid.$lang"; then
     if [ -s "$WMT_DIR/newsdev2016-enro.$lang" ]; then dry_slice "$WMT_DIR/newsdev2016-enro.$lang" $((DRY_LINES + 1)) 50 > "$RAW/orig/valid.$lang"
-    else sacrebleu_echo wmt16/dev "$SRC-$TGT" "$(side "$lang")" > "$RAW/orig/valid.$lang"; fi
+    else dry_need "$WMT_DIR/newsdev2016-enro.$lang"; sacrebleu_echo wmt16/dev "$SRC-$TGT" "$(side "$lang")" > "$RAW/orig/valid.$lang"; fi
   fi
   if ! all_exist "$RAW/orig/test.$lang"; then
     if [ -s "$WMT_DIR/newstest2016.$lang" ]; then dry_slice "$WMT_DIR/newstest2016.$lang" 1 50 > "$RAW/orig/test.$lang"
-    else sacrebleu_echo wmt16 "$SRC-$TGT" "$(side "$lang")" > "$RAW/orig/test.$lang"; fi
+    else dry_need "$WMT_DIR/newstest2016.$lang"; sacrebleu_echo wmt16 "$SRC-$TGT" "$(side "$lang")" > "$RAW/orig/test.$lang"; fi
   fi
 done
 if ! all_exist "$RAW/orig/train.$SRC" "$RAW/orig/train.$TGT"; then
   if [ -s "$TRAIN_DIR/train.$SRC" ] && [ -s "$TRAIN_DIR/train.$TGT" ]; then
     for lang in "$SRC" "$TGT"; do dry_slice "$TRAIN_DIR/train.$lang" > "$RAW/orig/train.$lang"; done
   elif [ "$DRY_RUN" = 1 ]; then   # no training corpus here: a slice of newsdev2016 stands in
+    for lang in "$SRC" "$TGT"; do dry_need "$WMT_DIR/newsdev2016-enro.$lang"; done
     for lang in "$SRC" "$TGT"; do dry_slice "$WMT_DIR/newsdev2016-enro.$lang" > "$RAW/orig/train.$lang"; done
   else
     mkdir -p "$DL"

@@ -3,13 +3,15 @@
     tok      --lang L --tool moses|13a|none [--lower] [--no-aggressive]   tokenize (moses: sacremoses, -a)
     detok    --lang L --tool moses|none                  undo moses tokenization
     norm-ro  [--remove-diacritics]                       Romanian normalisation (WMT16 en-ro, NAT setups)
-    clean    SRC_IN TGT_IN SRC_OUT TGT_OUT --min 1 --max 250 --ratio 1.5
+    clean    SRC_IN TGT_IN SRC_OUT TGT_OUT --min 1 --max 250 --ratio 1.5 [--also IN OUT]...
                                                           drop empty/long/length-mismatched pairs
+                                                          (--also: the same lines of a line-aligned file)
     compound-split                                        a-b -> a ##AT##-##AT## b (WMT14 en-de BLEU)
     xml-segs                                              IWSLT/WMT xml/sgm: the text of each <seg>
     strip-tags                                            IWSLT train.tags: drop metadata lines
 """
 import argparse
+import contextlib
 import re
 import sys
 
@@ -61,10 +63,15 @@ def norm_ro(args):
 
 def clean(args):
     kept = total = 0
-    with open(args.src_in, encoding="utf-8") as fs, open(args.tgt_in, encoding="utf-8") as ft, \
-            open(args.src_out, "w", encoding="utf-8") as os_, open(args.tgt_out, "w", encoding="utf-8") as ot:
+    with contextlib.ExitStack() as stack, open(args.src_in, encoding="utf-8") as fs, \
+            open(args.tgt_in, encoding="utf-8") as ft, open(args.src_out, "w", encoding="utf-8") as os_, \
+            open(args.tgt_out, "w", encoding="utf-8") as ot:
+        # --also IN OUT: a file line-aligned with SRC_IN (e.g. the untokenized text): the kept lines, verbatim
+        also = [(stack.enter_context(open(i, encoding="utf-8")), stack.enter_context(open(o, "w", encoding="utf-8")))
+                for i, o in args.also]
         for s, t in zip(fs, ft):
             total += 1
+            extra = [fi.readline() for fi, _ in also]
             ns, nt = len(s.split()), len(t.split())
             if not (args.min <= ns <= args.max and args.min <= nt <= args.max):
                 continue
@@ -72,6 +79,8 @@ def clean(args):
                 continue
             os_.write(" ".join(s.split()) + "\n")
             ot.write(" ".join(t.split()) + "\n")
+            for line, (_, fo) in zip(extra, also):
+                fo.write(line)
             kept += 1
     print(f"clean: kept {kept} of {total} pairs", file=sys.stderr)
 
@@ -120,7 +129,10 @@ def main(argv=None):
     for name in ("src_in", "tgt_in", "src_out", "tgt_out"):
         p.add_argument(name)
     p.add_argument("--min", type=int, default=1); p.add_argument("--max", type=int, default=250)
-    p.add_argument("--ratio", type=float, default=1.5); p.set_defaults(func=clean)
+    p.add_argument("--ratio", type=float, default=1.5)
+    p.add_argument("--also", nargs=2, action="append", default=[], metavar=("IN", "OUT"),
+                   help="filter this line-aligned file the same way (repeatable)")
+    p.set_defaults(func=clean)
     sub.add_parser("compound-split").set_defaults(func=compound_split)
     sub.add_parser("xml-segs").set_defaults(func=xml_segs)
     sub.add_parser("strip-tags").set_defaults(func=strip_tags)
