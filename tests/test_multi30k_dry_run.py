@@ -19,7 +19,7 @@ def test_multi30k_recipe_dry_run(tmp_path):
     proc = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-cpu.sh")], env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:]
-    for stage in ("1/6 data", "2/6 verifier", "3/6 distillation", "4/6 drafter", "6/6 latency"):
+    for stage in ("1/6 data", "2/6 verifier", "3/6 distillation", "4/6 drafter", "5/6 double-token", "6/6 latency"):
         assert stage in proc.stdout
     table = (tmp_path / "results" / "multi30k-test2016.md").read_text()
     rows = re.findall(r"^\| (\S+) \| 1 \|", table, re.M)
@@ -28,6 +28,10 @@ def test_multi30k_recipe_dry_run(tmp_path):
         assert re.search(rf"^\| {re.escape(name)} \| .* \| 0 \|$", table, re.M), name
     assert (tmp_path / "results" / "multi30k-test2016.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "distilled" / "bin" / "train.en-de.de.bin").exists()
+    # the double-token system and its single-token baseline, trained in the background, side by side
+    systems = re.findall(r"^\| (\w+) \| \w+ \| (\d) \|", (tmp_path / "double-token" / "results.md").read_text(), re.M)
+    assert systems == [("bidirectional", "1"), ("bidirectional", "2"), ("single_l2r", "1"), ("single_l2r", "2")]
+    assert "double-token systems:" in proc.stdout
     rerun = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-cpu.sh")], env=env, text=True,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
     assert rerun.returncode == 0 and "fairseq_cli.train" not in rerun.stdout  # every stage skipped

@@ -17,6 +17,14 @@ die() { log "ERROR: $*"; exit 1; }
 # all_exist FILE...: true when every file exists and is non-empty (stage outputs present -> skip)
 all_exist() { local f; for f in "$@"; do [ -s "$f" ] || return 1; done; }
 
+# kill_tree PID: PID and all its descendants (a background stage left behind by a failure)
+kill_tree() {
+  [ -n "${1:-}" ] || return 0
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null || true); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+
 # console script from the active environment, else the module (e.g. a source checkout)
 average_checkpoints() {
   if command -v fairseq-average-checkpoints >/dev/null; then fairseq-average-checkpoints "$@"
