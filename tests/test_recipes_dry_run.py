@@ -62,6 +62,11 @@ def test_dry_run_chain(wmt_slice, tmp_path):
     assert "tokens/update" in err
     assert (ckpt / "checkpoint2.pt").exists() and (ckpt / "checkpoint_avg2.pt").exists()
 
+    teacher = tmp_path / "teacher"  # the WMT14 teacher preset (Transformer-big), shrunk by DRY_RUN
+    recipe("train-teacher.sh", {**common, "SETTING": "wmt14-ende-teacher", "SAVE_DIR": str(teacher),
+                                "DRY_MAX_EPOCH": "2"})
+    assert (teacher / "checkpoint2.pt").exists() and (teacher / "checkpoint_avg2.pt").exists()
+
     stdout, _ = recipe("generate.sh", {**common, "CHECKPOINT": str(ckpt / "checkpoint_avg2.pt")})
     gen = Path(stdout.strip().splitlines()[-1])
     assert gen.exists() and sum(line.startswith("H-") for line in open(gen)) == 50
