@@ -34,6 +34,9 @@ def get_parser() -> argparse.ArgumentParser:
         help="a system to compare (repeat the option); NAME labels its rows")
     add("--baseline", help="NAME of the system the speed ratios are relative to (default: the first)")
     add("--beams", default="1,5", help="comma-separated beam sizes to decode every system with")
+    add("--nbest-equal-beam", action="store_true",
+        help="decode with --nbest equal to the beam size: the double-token search (Algorithm 1) then stops once W "
+             "hypotheses are finished, as fairseq's beam search always does, instead of the paper's K = 1")
     add("--gen-subset", default="test", help="split to decode")
     add("--max-sentences", type=int, default=0, help="decode only the first N sentences (0: all)")
     add("--batch-size", type=int, default=1, help="sentences per batch (1: latency setting)")
@@ -138,11 +141,12 @@ def time_system(args, name: str, path: str, extra: List[str], ids: Optional[List
     rows, outputs = [], {}
     for beam in args.beams:
         spec = DecoderSpec(f"beam{beam}", "beam", beam=beam)
+        engine.cfg.generation.nbest = beam if args.nbest_equal_beam else 1
         runner = engine.runner(engine.build_generator(spec, None))
         time_engine(args, f"{name} beam{beam}", "fairseq", runner, engine.outputs(spec), batches, ids,
                     engine.detokenize, refs, (rows, outputs))
         row = rows[-1]
-        row.update(system=name, order=description, beam=beam, checkpoint=path,
+        row.update(system=name, order=description, beam=beam, nbest=engine.cfg.generation.nbest, checkpoint=path,
                    output_tokens=output_tokens(outputs[row_key(row)]))
         row["tokens_per_s"] = row["output_tokens"] / row["total_s"] if row["total_s"] > 0 else None
     return rows, ids
@@ -171,12 +175,16 @@ def benchmark(args, extra) -> dict:
         rows += system_rows
     add_ratios(rows, args.baseline)
     settings = {"data": args.data, "gen_subset": args.gen_subset, "sentences": len(ids), "warmup": args.warmup,
-                "batch_size": args.batch_size, "beams": args.beams, "baseline": args.baseline,
+                "batch_size": args.batch_size, "beams": args.beams, "nbest_equal_beam": args.nbest_equal_beam,
+                "baseline": args.baseline,
                 "systems": dict(args.systems), "post_process": args.post_process, "fairseq_args": extra}
     return {"hardware": {**hardware(args.device, args.threads), "fp16": args.fp16}, "settings": settings,
             "rows": rows}
 
 
+NBEST_NOTE = {False: "--nbest 1 (the double-token search stops at its first finished hypothesis, the paper's K = 1; "
+                    "fairseq's beam search always finishes W)",
+              True: "--nbest = beam (every search finishes W hypotheses)"}
 COLUMNS = ("system", "order", "beam", "BLEU", "ΔBLEU", "median ms", "p90 ms", "tokens/s", "tokens/s ratio",
            "median speedup", "steps / sent.")
 
@@ -192,7 +200,8 @@ def markdown(result: dict) -> str:
     lines = ["# Systems side by side", "", f"**Hardware:** {hardware_line(result['hardware'])}", "",
              f"**Setting:** `{s['data']}` ({s['gen_subset']}, {s['sentences']} sentences), batch {s['batch_size']}, "
              f"warm-up {s['warmup']} sentences; BLEU: sacreBLEU on detokenized output; tokens/s: output subword "
-             f"tokens / total decoding time; ratios and ΔBLEU: vs `{s['baseline']}` at the same beam.", "",
+             f"tokens / total decoding time; ratios and ΔBLEU: vs `{s['baseline']}` at the same beam; "
+             f"{NBEST_NOTE[s['nbest_equal_beam']]}.", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in result["rows"]:
         cells = [r["system"], r["order"], str(r["beam"]), num(r["bleu"], "{:.2f}"), num(r["bleu_delta"], "{:+.2f}"),
