@@ -5,7 +5,7 @@
 # its same-size single-token baseline train, then are compared side by side (second table).
 #   bash recipes/multi30k-cpu.sh                 # about 2.5 hours on 2 cores
 #   DOUBLE_TOKEN_ORDERS="bidirectional single_l2r single_r2l double_l2r double_r2l" bash recipes/multi30k-cpu.sh
-#                                                # all of the double-token paper's systems (~35 min each)
+#                                                # all of the double-token paper's systems (~55 min each)
 #   DRY_RUN=1 OUT=/tmp/m30k bash recipes/multi30k-cpu.sh   # every stage on a tiny slice
 # Every stage is skipped when its output exists, so an interrupted run resumes.
 set -euo pipefail
@@ -17,7 +17,7 @@ main() {
   NUM_AVG=${NUM_AVG:-5}                        # checkpoints averaged (verifier)
   DOUBLE_TOKEN=${DOUBLE_TOKEN:-1}              # 0: no double-token systems (recipes/double-token/train-multi30k.sh)
   DOUBLE_TOKEN_ORDERS=${DOUBLE_TOKEN_ORDERS:-bidirectional single_l2r}   # trained one after the other, 1 thread
-  DOUBLE_TOKEN_EPOCHS=${DOUBLE_TOKEN_EPOCHS:-7}
+  DOUBLE_TOKEN_EPOCHS=${DOUBLE_TOKEN_EPOCHS:-12}            # ~4.5 min each on one core (2 systems: ~110 min)
   MAX_SENTENCES=${MAX_SENTENCES:-0}            # latency on the first N test sentences (0: all 1,000)
   THREADS=${THREADS:-1}
   DECODERS=${DECODERS:-beam1,beam5,specdec,specdec++,specdec++:beta=5,tau=3,iad,gs-jacobi,hybrid-jacobi,drafter-only}
