@@ -145,6 +145,6 @@ def test_multi30k_recipe_dry_run(reverse_data, tmp_path):
     assert re.findall(r"^\| (\w+) \| (\w+) \| (\d) \|", table, re.M) == [
         ("bidirectional", "bidirectional", "1"), ("bidirectional", "bidirectional", "2"),
         ("single_l2r", "single_l2r", "1"), ("single_l2r", "single_l2r", "2")]
-    assert "vs `single_l2r` at the same beam" in table
+    assert "vs `single_l2r` at the same beam" in table and "warm-up 1 sentences" in table
     rerun = run()
     assert rerun.returncode == 0 and "trained already" in rerun.stdout and "fairseq_cli.train" not in rerun.stdout

@@ -40,7 +40,7 @@ main() {
   CHECKPOINT=${CHECKPOINT:-checkpoint_best.pt}
   BEAM=${BEAM:-5}; BATCH_SIZE=${BATCH_SIZE:-1}    # rows: beam 1 and BEAM (paper: beam 10)
   MAX_SENTENCES=${MAX_SENTENCES:-0}            # 0: the whole split
-  WARMUP=${WARMUP:-10}                         # untimed sentences per row
+  BENCH_WARMUP=${BENCH_WARMUP:-10}             # untimed sentences per row
   MAX_LEN=${MAX_LEN:---max-len-a 1.2 --max-len-b 10}   # output length limit (as recipes/multi30k-cpu.sh)
   REMOVE_BPE=${REMOVE_BPE:-sentencepiece}      # none: the data has no subwords
   # hardware
@@ -49,7 +49,7 @@ main() {
   if [ "$DRY_RUN" = 1 ]; then   # tiny model, a few updates, CPU
     ARCH=double_token_transformer_tiny; MAX_TOKENS=1000; MAX_EPOCH=2; MAX_UPDATE=0; WARMUP=10
     CPU=1; FP16=0; NUM_WORKERS=0; LOG_INTERVAL=5; EVAL_BLEU=0; KEEP_LAST_EPOCHS=2; BEAM=2
-    MAX_SENTENCES=${DRY_SENTENCES:-5}; WARMUP=1
+    MAX_SENTENCES=${DRY_SENTENCES:-5}; BENCH_WARMUP=1
   fi
   export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
   all_exist "$DATA/dict.$SRC.txt" "$DATA/dict.$TGT.txt" || die "no binarized data in DATA=$DATA (recipes/data/prepare-multi30k.sh)"
@@ -100,7 +100,7 @@ evaluate() {
   for order in $ORDERS; do args+=(--system "$order=$SAVE_ROOT/$order/$CHECKPOINT"); done
   baseline=$(first_of single_l2r $ORDERS)
   args+=(--baseline "$baseline" --beams "1,$BEAM" --gen-subset "$GEN_SUBSET" --batch-size "$BATCH_SIZE"
-         --max-sentences "$MAX_SENTENCES" --warmup "$WARMUP" --threads "$THREADS"
+         --max-sentences "$MAX_SENTENCES" --warmup "$BENCH_WARMUP" --threads "$THREADS"
          --source-lang "$SRC" --target-lang "$TGT"
          --out-md "$SAVE_ROOT/results.md" --out-png "$SAVE_ROOT/results.png" --out-json "$SAVE_ROOT/results.json")
   if [ "$REMOVE_BPE" != none ]; then args+=(--remove-bpe "$REMOVE_BPE"); fi
