@@ -39,22 +39,28 @@ def get_parser() -> argparse.ArgumentParser:
     add("--decoders", default=DEFAULT_DECODERS,
         help="comma-separated specs: beamN (fairseq's search), or a --decoding name, optionally with "
              "options, e.g. specdec++:beta=5,tau=3 or gs-jacobi:block=4")
+    add("--batch-sizes", default="1", help="comma-separated batch sizes to sweep (1: latency setting)")
+    add_shared_options(add, threads_help="CPU threads for torch (torch.set_num_threads) and CTranslate2")
+    add("--no-ctranslate2", action="store_true", help="no CTranslate2 rows even if the package is installed")
+    add("--ct2-dir", help="keep (and reuse) the CTranslate2 conversion here; None: a temporary folder")
+    return parser
+
+
+def add_shared_options(add, threads_help: str = "CPU threads for torch (torch.set_num_threads)"):
+    """Options of every timing harness (this one and ``bench.systems``): split, sentences,
+    warm-up, device, threads, BPE removal, outputs, progress bar."""
     add("--gen-subset", default="test", help="split to decode")
     add("--max-sentences", type=int, default=0, help="decode only the first N sentences (0: all)")
-    add("--batch-sizes", default="1", help="comma-separated batch sizes to sweep (1: latency setting)")
-    add("--warmup", type=int, default=10, help="untimed sentences decoded by each decoder before timing")
+    add("--warmup", type=int, default=10, help="untimed sentences decoded by each row before timing it")
     add("--device", choices=["cpu", "cuda"], default="cpu", help="where to decode")
     add("--fp16", action="store_true", help="half precision (CUDA only)")
-    add("--threads", type=int, default=1, help="CPU threads for torch (torch.set_num_threads) and CTranslate2")
+    add("--threads", type=int, default=1, help=threads_help)
     add("--post-process", "--remove-bpe", nargs="?", const="subword_nmt", default=None,
         help="remove BPE before BLEU, as fairseq: subword_nmt (@@ ), sentencepiece, ...")
     add("--out-md", help="markdown table (with the hardware) to write")
     add("--out-png", help="PNG plot to write")
     add("--out-json", help="JSON with all numbers to write")
-    add("--no-ctranslate2", action="store_true", help="no CTranslate2 rows even if the package is installed")
-    add("--ct2-dir", help="keep (and reuse) the CTranslate2 conversion here; None: a temporary folder")
     add("--no-progress-bar", action="store_true", help="no tqdm progress bar")
-    return parser
 
 
 def parse_args(argv=None) -> Tuple[argparse.Namespace, List[str]]:
@@ -70,21 +76,24 @@ def parse_args(argv=None) -> Tuple[argparse.Namespace, List[str]]:
 
 def check_args(args):
     """Every problem with the options at once."""
-    import torch
-
-    problems = []
-    if args.fp16 and args.device != "cuda":
-        problems.append("--fp16 needs --device cuda")
-    if args.device == "cuda" and not torch.cuda.is_available():
-        problems.append("--device cuda: no CUDA device is available")
-    if args.threads < 1:
-        problems.append(f"--threads must be >= 1, got {args.threads}")
+    problems = shared_problems(args)
     if not args.batch_sizes or min(args.batch_sizes) < 1:
         problems.append("--batch-sizes must be positive integers")
-    if args.warmup < 0 or args.max_sentences < 0:
-        problems.append("--warmup and --max-sentences must be >= 0")
     if problems:
         raise PluginError("; ".join(problems))
+
+
+def shared_problems(args) -> List[str]:
+    """What is wrong with the options of ``add_shared_options`` (empty: nothing)."""
+    import torch
+
+    checks = [
+        (args.fp16 and args.device != "cuda", "--fp16 needs --device cuda"),
+        (args.device == "cuda" and not torch.cuda.is_available(), "--device cuda: no CUDA device is available"),
+        (args.threads < 1, f"--threads must be >= 1, got {args.threads}"),
+        (args.warmup < 0 or args.max_sentences < 0, "--warmup and --max-sentences must be >= 0"),
+    ]
+    return [message for bad, message in checks if bad]
 
 
 def say(message: str):

@@ -1,7 +1,7 @@
 """Writing the benchmark: a markdown table with the hardware, a PNG plot, a JSON of all numbers."""
 import json
 import os
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 COLUMNS = ("decoder", "batch", "median ms", "p90 ms", "total s", "speedup vs greedy (median / total)",
            "speedup vs beam-5 (median / total)", "iterations / sent.", "tokens / iteration", "BLEU", "≠ greedy")
@@ -99,23 +99,24 @@ def _short_hardware(hw: dict) -> str:
     return f"{where}, {hw['threads']} thread(s), torch {hw['torch']}"
 
 
-def write_all(result: dict, out_md: Optional[str], out_png: Optional[str], out_json: Optional[str]) -> List[str]:
-    """Write the requested outputs; return their paths."""
+def write_all(result: dict, out_md: Optional[str], out_png: Optional[str], out_json: Optional[str],
+              render_md: Optional[Callable[[dict], str]] = None,
+              render_png: Optional[Callable[[dict, str], None]] = None) -> List[str]:
+    """Write the requested outputs (markdown by ``render_md``, default this module's table;
+    PNG by ``render_png``, default its plot); return their paths."""
+    render_md, render_png = render_md or markdown, render_png or plot
+    writers = ((out_json, lambda path: _write_text(path, json.dumps(result, indent=1) + "\n")),
+               (out_md, lambda path: _write_text(path, render_md(result))),
+               (out_png, lambda path: render_png(result, path)))
     written = []
-    for path, write in ((out_json, _write_json), (out_md, _write_md), (out_png, plot)):
+    for path, write in writers:
         if path:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            write(result, path)
+            write(path)
             written.append(path)
     return written
 
 
-def _write_json(result: dict, path: str):
+def _write_text(path: str, text: str):
     with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-        f.write("\n")
-
-
-def _write_md(result: dict, path: str):
-    with open(path, "w") as f:
-        f.write(markdown(result))
+        f.write(text)

@@ -22,6 +22,8 @@ from typing import Dict, List, Optional, Tuple
 from fairseq_plugins_compat.errors import PluginError
 
 from fairseq_plugins.bench.decoders import DecoderSpec
+from fairseq_plugins.bench.latency import add_shared_options, shared_problems
+from fairseq_plugins.bench.report import write_all
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -37,19 +39,8 @@ def get_parser() -> argparse.ArgumentParser:
     add("--nbest-equal-beam", action="store_true",
         help="decode with --nbest equal to the beam size: the double-token search (Algorithm 1) then stops once W "
              "hypotheses are finished, as fairseq's beam search always does, instead of the paper's K = 1")
-    add("--gen-subset", default="test", help="split to decode")
-    add("--max-sentences", type=int, default=0, help="decode only the first N sentences (0: all)")
     add("--batch-size", type=int, default=1, help="sentences per batch (1: latency setting)")
-    add("--warmup", type=int, default=10, help="untimed sentences decoded before timing each row")
-    add("--device", choices=["cpu", "cuda"], default="cpu", help="where to decode")
-    add("--fp16", action="store_true", help="half precision (CUDA only)")
-    add("--threads", type=int, default=1, help="CPU threads for torch (torch.set_num_threads)")
-    add("--post-process", "--remove-bpe", nargs="?", const="subword_nmt", default=None,
-        help="remove BPE before BLEU, as fairseq: subword_nmt (@@ ), sentencepiece, ...")
-    add("--out-md", help="markdown table (with the hardware) to write")
-    add("--out-png", help="PNG plot to write")
-    add("--out-json", help="JSON with all numbers to write")
-    add("--no-progress-bar", action="store_true", help="no tqdm progress bar")
+    add_shared_options(add)
     return parser
 
 
@@ -70,8 +61,6 @@ def parse_systems(items: List[str]) -> List[Tuple[str, str]]:
 
 def parse_args(argv=None) -> Tuple[argparse.Namespace, List[str]]:
     """The harness's options and the rest (for fairseq's parser); every problem at once."""
-    import torch
-
     args, extra = get_parser().parse_known_args(argv)
     args.systems = parse_systems(args.system)
     problems = [f"--system {name}: no such file: {path}" for name, path in args.systems if not os.path.isfile(path)]
@@ -86,12 +75,8 @@ def parse_args(argv=None) -> Tuple[argparse.Namespace, List[str]]:
         (args.baseline not in names, f"--baseline {args.baseline!r} is not a --system name ({', '.join(names)})"),
         (not args.beams or min(args.beams) < 1, "--beams must be positive integers"),
         (args.batch_size < 1, "--batch-size must be >= 1"),
-        (args.warmup < 0 or args.max_sentences < 0, "--warmup and --max-sentences must be >= 0"),
-        (args.threads < 1, f"--threads must be >= 1, got {args.threads}"),
-        (args.fp16 and args.device != "cuda", "--fp16 needs --device cuda"),
-        (args.device == "cuda" and not torch.cuda.is_available(), "--device cuda: no CUDA device is available"),
     ]
-    problems += [message for bad, message in checks if bad]
+    problems += [message for bad, message in checks if bad] + shared_problems(args)
     if problems:
         raise PluginError("; ".join(problems))
     return args, extra
@@ -243,26 +228,6 @@ def plot(result: dict, path: str):
     plt.close(fig)
 
 
-def write_outputs(result: dict, args) -> List[str]:
-    """Write the requested outputs; return their paths."""
-    import json
-
-    def write_text(path, text):
-        with open(path, "w") as f:
-            f.write(text)
-
-    writers = ((args.out_md, lambda p: write_text(p, markdown(result))),
-               (args.out_json, lambda p: write_text(p, json.dumps(result, indent=1) + "\n")),
-               (args.out_png, lambda p: plot(result, p)))
-    written = []
-    for path, write in writers:
-        if path:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            write(path)
-            written.append(path)
-    return written
-
-
 def say(message: str):
     print(f"[systems] {message}", file=sys.stderr, flush=True)
 
@@ -270,7 +235,7 @@ def say(message: str):
 def main(argv=None) -> dict:
     args, extra = parse_args(argv)
     result = benchmark(args, extra)
-    for path in write_outputs(result, args):
+    for path in write_all(result, args.out_md, args.out_png, args.out_json, render_md=markdown, render_png=plot):
         say(f"wrote {path}")
     print(markdown(result), end="")
     return result
