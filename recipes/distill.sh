@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Sequence-level knowledge distillation (SpecDec 3.1/3.2): the teacher translates the
-# training sources with beam 5; the distilled corpus is binarized with the VERIFIER's
-# dictionary, ready for the drafter and the verifier (shared teacher).
+# training sources (greedy by default, see BEAM); the distilled corpus is binarized with the
+# VERIFIER's dictionary, ready for the drafter and the verifier (shared teacher).
+# DISTILL_VALID=1 (default): the valid targets are the teacher's translations too, so that the
+# drafter's validation (spec_tokens_per_iter) measures acceptance against the teacher's output;
+# the test split always keeps its references.
 #   TEACHER=/work/runs/multi30k/teacher/checkpoint_avg.pt RAW=/work/runs/multi30k/spm \
 #   VERIFIER_DATA=/work/runs/multi30k/bin OUT=/work/runs/multi30k/distilled bash recipes/distill.sh
 # Resumable: run the same command again after a kill (finished chunks are kept).
@@ -12,15 +15,20 @@ main() {
 
   # inputs / outputs
   TEACHER=${TEACHER:-/work/runs/multi30k/teacher/checkpoint_avg.pt}   # several: space separated (ensemble)
-  TEACHER_DATA=${TEACHER_DATA:-}               # teacher's dictionaries, if moved since training
+  VERIFIER_DATA=${VERIFIER_DATA:-/work/runs/multi30k/bin}            # has dict.$SRC.txt and dict.$TGT.txt
+  # the teacher's dictionaries (its checkpoint saves a possibly relative data path: not used)
+  TEACHER_DATA=${TEACHER_DATA:-$VERIFIER_DATA}
   TEACHER_USER_DIR=${TEACHER_USER_DIR:-}       # --user-dir of a teacher from another plugin
   RAW=${RAW:-/work/runs/multi30k/spm}          # preprocessed text: $RAW/$SPLIT.$SRC / .$TGT
   SRC=${SRC:-en}; TGT=${TGT:-de}
-  TRAIN=${TRAIN:-train}; VALID=${VALID:-valid}; TEST=${TEST:-test}   # valid/test keep their references
-  VERIFIER_DATA=${VERIFIER_DATA:-/work/runs/multi30k/bin}            # has dict.$SRC.txt and dict.$TGT.txt
+  TRAIN=${TRAIN:-train}; VALID=${VALID:-valid}; TEST=${TEST:-test}   # test keeps its references
+  DISTILL_VALID=${DISTILL_VALID:-1}            # 1: valid targets = teacher translations; 0: references
   OUT=${OUT:-/work/runs/multi30k/distilled}   # writes $OUT/text and $OUT/bin
   # generation
-  BEAM=${BEAM:-5}; LENPEN=${LENPEN:-1.0}
+  # BEAM=1: lossless SpecDec accepts exactly the verifier's greedy continuation, so a drafter
+  # distilled from the verifier's greedy output learns what will be accepted. BEAM=5: the
+  # paper's setting (and SpecDec++'s, whose relaxed acceptance is not the greedy output).
+  BEAM=${BEAM:-1}; LENPEN=${LENPEN:-1.0}
   MAX_LEN_A=${MAX_LEN_A:-1.2}; MAX_LEN_B=${MAX_LEN_B:-10}
   MAX_SOURCE_LEN=${MAX_SOURCE_LEN:-}           # empty: the teacher's max source positions
   MAX_TOKENS=${MAX_TOKENS:-4096}; BATCH_SIZE=${BATCH_SIZE:-128}
@@ -30,42 +38,34 @@ main() {
   REFERENCE_FALLBACK=${REFERENCE_FALLBACK:-1}  # 1: untranslatable lines keep their reference; 0: empty
   WORKERS=${WORKERS:-1}                        # fairseq-preprocess workers
 
-  local text=$OUT/text bin=$OUT/bin
+  local text=$OUT/text bin=$OUT/bin t
   mkdir -p "$text"
-  for f in "$RAW/$TRAIN.$SRC" "$RAW/$TRAIN.$TGT" "$VERIFIER_DATA/dict.$SRC.txt" "$VERIFIER_DATA/dict.$TGT.txt"; do
+  for f in "$RAW/$TRAIN.$SRC" "$RAW/$TRAIN.$TGT" "$VERIFIER_DATA/dict.$SRC.txt" "$VERIFIER_DATA/dict.$TGT.txt" \
+           "$TEACHER_DATA/dict.$SRC.txt" "$TEACHER_DATA/dict.$TGT.txt"; do
     [ -s "$f" ] || die "missing $f"
   done
+  read -r -a teachers <<< "$TEACHER"
+  for t in "${teachers[@]}"; do [ -s "$t" ] || die "missing teacher checkpoint $t"; done
 
   # 1. teacher translations of the training set (skipped when done)
-  if all_exist "$text/$TRAIN.$TGT"; then
-    log "distilled targets exist: $text/$TRAIN.$TGT"
-  else
-    local -a opts=(--input "$RAW/$TRAIN.$SRC" --output "$text/$TRAIN.$TGT"
-      --beam "$BEAM" --lenpen "$LENPEN" --max-len-a "$MAX_LEN_A" --max-len-b "$MAX_LEN_B"
-      --max-tokens "$MAX_TOKENS" --batch-size "$BATCH_SIZE" --device "$DEVICE"
-      --num-shards "$NUM_SHARDS" --chunk-size "$CHUNK_SIZE")
-    read -r -a teachers <<< "$TEACHER"
-    opts+=(--teacher "${teachers[@]}")
-    if [ -n "$TEACHER_DATA" ]; then opts+=(--data "$TEACHER_DATA"); fi
-    if [ -n "$TEACHER_USER_DIR" ]; then opts+=(--user-dir "$TEACHER_USER_DIR"); fi
-    if [ -n "$MAX_SOURCE_LEN" ]; then opts+=(--max-source-len "$MAX_SOURCE_LEN"); fi
-    if [ "$FP16" = 1 ]; then opts+=(--fp16); fi
-    if [ "$REFERENCE_FALLBACK" = 1 ]; then opts+=(--reference "$RAW/$TRAIN.$TGT"); fi
-    log "distilling $RAW/$TRAIN.$SRC with $TEACHER (beam $BEAM, $NUM_SHARDS shard(s))"
-    "$PYTHON" -m fairseq_plugins.distill "${opts[@]}"
-  fi
+  distill_split "$TRAIN" "$text/$TRAIN.$TGT"
   cp "$RAW/$TRAIN.$SRC" "$text/$TRAIN.$SRC"
   local n_src n_tgt
   n_src=$(wc -l < "$text/$TRAIN.$SRC"); n_tgt=$(wc -l < "$text/$TRAIN.$TGT")
   [ "$n_src" = "$n_tgt" ] || die "distilled corpus is misaligned: $n_src source lines, $n_tgt target lines"
 
-  # 2. valid/test keep their original references
+  # 2. test keeps its references; valid too unless DISTILL_VALID=1 (then: teacher translations)
   local split lang
   for split in "$VALID" "$TEST"; do
     for lang in "$SRC" "$TGT"; do
       if [ -s "$RAW/$split.$lang" ]; then cp "$RAW/$split.$lang" "$text/$split.$lang"; fi
     done
   done
+  if [ "$DISTILL_VALID" = 1 ] && [ -s "$RAW/$VALID.$SRC" ]; then
+    [ -s "$RAW/$VALID.$TGT" ] || die "missing $RAW/$VALID.$TGT"
+    distill_split "$VALID" "$text/teacher.$VALID.$TGT"
+    cp "$text/teacher.$VALID.$TGT" "$text/$VALID.$TGT"
+  fi
 
   # 3. binarize with the verifier's dictionaries
   local -a prefs=(--trainpref "$text/$TRAIN")
@@ -75,5 +75,21 @@ main() {
   fairseq-preprocess --source-lang "$SRC" --target-lang "$TGT" "${prefs[@]}" --destdir "$bin" \
     --srcdict "$VERIFIER_DATA/dict.$SRC.txt" --tgtdict "$VERIFIER_DATA/dict.$TGT.txt" --workers "$WORKERS"
   log "distilled corpus: $bin ($n_tgt training pairs; untranslated lines: $text/$TRAIN.$TGT.report.tsv)"
+}
+# distill_split SPLIT OUTPUT: the teacher's translations of $RAW/SPLIT.$SRC into OUTPUT
+# (skipped when OUTPUT exists; an interrupted run resumes its finished chunks)
+distill_split() {
+  local split=$1 output=$2
+  if all_exist "$output"; then log "distilled targets exist: $output"; return; fi
+  local -a opts=(--input "$RAW/$split.$SRC" --output "$output" --data "$TEACHER_DATA"
+    --beam "$BEAM" --lenpen "$LENPEN" --max-len-a "$MAX_LEN_A" --max-len-b "$MAX_LEN_B"
+    --max-tokens "$MAX_TOKENS" --batch-size "$BATCH_SIZE" --device "$DEVICE"
+    --num-shards "$NUM_SHARDS" --chunk-size "$CHUNK_SIZE" --teacher "${teachers[@]}")
+  if [ -n "$TEACHER_USER_DIR" ]; then opts+=(--user-dir "$TEACHER_USER_DIR"); fi
+  if [ -n "$MAX_SOURCE_LEN" ]; then opts+=(--max-source-len "$MAX_SOURCE_LEN"); fi
+  if [ "$FP16" = 1 ]; then opts+=(--fp16); fi
+  if [ "$REFERENCE_FALLBACK" = 1 ]; then opts+=(--reference "$RAW/$split.$TGT"); fi
+  log "distilling $RAW/$split.$SRC with $TEACHER (beam $BEAM, $NUM_SHARDS shard(s))"
+  "$PYTHON" -m fairseq_plugins.distill "${opts[@]}"
 }
 main "$@"

@@ -132,19 +132,45 @@ def test_chunk_report_covers_empty_translations_and_fallbacks():
     assert outputs == ["", "B C", "", ""] and all(row.endswith("\tempty") for row in report)
 
 
-@pytest.mark.slow
-def test_recipe_distills_and_binarizes_with_the_verifier_dictionary(reverse_data, tiny_checkpoint, tmp_path):
+def relative_data_teacher(tiny_checkpoint, path):
+    """A copy of the teacher whose saved ``cfg.task.data`` is relative ('bin'), as when it was
+    trained from another directory: the recipe must not depend on it."""
+    import torch
+
+    from fairseq_plugins_compat.checkpoint_loading import load_checkpoint_file
+
+    state = load_checkpoint_file(str(tiny_checkpoint))
+    state["cfg"]["task"]["data"] = "bin"
+    torch.save(state, path)
+    return path
+
+
+def recipe_inputs(reverse_data, tmp_path):
     raw = reverse_data.parent / "raw"
     small = tmp_path / "raw"
     small.mkdir()
     for split, n in (("train", 30), ("valid", 5), ("test", 5)):
         for lang in ("src", "tgt"):
             (small / f"{split}.{lang}").write_text("\n".join((raw / f"{split}.{lang}").read_text().splitlines()[:n]) + "\n")
-    env = {"TEACHER": str(tiny_checkpoint), "RAW": str(small), "SRC": "src", "TGT": "tgt", "DEVICE": "cpu",
-           "VERIFIER_DATA": str(reverse_data), "OUT": str(tmp_path / "out"), "CHUNK_SIZE": "8", "PYTHON": sys.executable}
-    proc = subprocess.run(["bash", str(REPO / "recipes" / "distill.sh")], env={**distill_env(), **env},
+    return small
+
+
+def run_recipe(env, cwd):
+    return subprocess.run(["bash", str(REPO / "recipes" / "distill.sh")], env={**distill_env(), **env}, cwd=cwd,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_recipe_distills_and_binarizes_with_the_verifier_dictionary(reverse_data, tiny_checkpoint, tmp_path):
+    small = recipe_inputs(reverse_data, tmp_path)
+    teacher = relative_data_teacher(tiny_checkpoint, tmp_path / "teacher.pt")
+    elsewhere = tmp_path / "elsewhere"  # run from a directory without the teacher's saved 'bin'
+    elsewhere.mkdir()
+    env = {"TEACHER": str(teacher), "RAW": str(small), "SRC": "src", "TGT": "tgt", "DEVICE": "cpu",
+           "VERIFIER_DATA": str(reverse_data), "OUT": str(tmp_path / "out"), "CHUNK_SIZE": "8", "PYTHON": sys.executable}
+    proc = run_recipe(env, elsewhere)
     assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "beam 1" in proc.stdout  # greedy by default
     bin_dir = tmp_path / "out" / "bin"
     assert (bin_dir / "dict.tgt.txt").read_text() == (reverse_data / "dict.tgt.txt").read_text()
     from fairseq.data import data_utils
@@ -152,5 +178,23 @@ def test_recipe_distills_and_binarizes_with_the_verifier_dictionary(reverse_data
 
     dataset = data_utils.load_indexed_dataset(str(bin_dir / "train.src-tgt.tgt"), Dictionary.load(str(bin_dir / "dict.tgt.txt")))
     assert len(dataset) == 30
-    assert len((tmp_path / "out" / "text" / "train.tgt").read_text().splitlines()) == 30
+    text = tmp_path / "out" / "text"
+    assert len((text / "train.tgt").read_text().splitlines()) == 30
+    # valid targets: the teacher's greedy translations; test: the references
+    translator = distill.Translator([str(tiny_checkpoint)], distill.get_parser().parse_args(
+        ["--teacher", "t", "--input", "i", "--output", "o", "--device", "cpu", "--beam", "1"]))
+    valid_sources = (small / "valid.src").read_text().splitlines()
+    assert (text / "valid.tgt").read_text().splitlines() == translator.translate(valid_sources)
+    assert (text / "valid.tgt").read_text() != (small / "valid.tgt").read_text()
+    assert (text / "test.tgt").read_text() == (small / "test.tgt").read_text()
 
+
+def test_recipe_missing_teacher_dictionary_is_one_line(reverse_data, tiny_checkpoint, tmp_path):
+    small = recipe_inputs(reverse_data, tmp_path)
+    env = {"TEACHER": str(tiny_checkpoint), "RAW": str(small), "SRC": "src", "TGT": "tgt", "DEVICE": "cpu",
+           "VERIFIER_DATA": str(reverse_data), "TEACHER_DATA": str(tmp_path / "nowhere"),
+           "OUT": str(tmp_path / "out"), "PYTHON": sys.executable}
+    proc = run_recipe(env, tmp_path)
+    assert proc.returncode != 0
+    assert f"ERROR: missing {tmp_path / 'nowhere'}/dict.src.txt" in proc.stdout
+    assert "Traceback" not in proc.stdout
