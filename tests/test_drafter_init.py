@@ -38,7 +38,8 @@ def test_drafter_adopts_the_verifier_encoder_options(initialised):
     # `transformer`) has sinusoidal positions and ReLU: the encoder must follow the verifier
     assert before.encoder_learned_pos is True and before.activation_fn == "gelu"
     assert args.encoder_learned_pos is False and args.activation_fn == "relu"
-    assert args.decoder_learned_pos is True  # the drafter's own decoder keeps its option
+    # the decoder is initialised from the verifier's: it adopts the verifier's (sinusoidal) positions
+    assert before.decoder_learned_pos is True and args.decoder_learned_pos is False
     assert args.max_source_positions == 1024 and args.max_target_positions == 1024 + 4  # verifier's + k
     assert args.verifier_init_applied is True
 
@@ -92,3 +93,70 @@ def test_drafter_wider_than_the_verifier_is_refused(tiny_checkpoint, verifier):
     args = drafter_args(init_from_verifier=str(tiny_checkpoint), decoder_embed_dim=48, decoder_input_dim=48, decoder_output_dim=48)
     with pytest.raises(PluginError, match="decoder dim 48"):
         BlockDrafterModel.build_model(args, DictTask(verifier[1]))
+
+
+def test_decoder_layers_are_the_verifiers_first_layers(verifier, initialised, caplog):
+    verifier_model = verifier[0]
+    drafter = initialised[0]
+    assert len(drafter.decoder.layers) == len(verifier_model.decoder.layers) == 2
+    for mine, theirs in zip(drafter.decoder.layers, verifier_model.decoder.layers):
+        expected = theirs.state_dict()
+        for name, tensor in mine.state_dict().items():
+            assert torch.equal(tensor, expected[name]), name
+    assert drafter.decoder.layer_norm is None and verifier_model.decoder.layer_norm is None  # post-norm both
+
+
+def test_no_decoder_init_keeps_a_fresh_decoder(tiny_checkpoint, verifier):
+    args = drafter_args(init_from_verifier=str(tiny_checkpoint), init_decoder_from_verifier="none")
+    drafter = BlockDrafterModel.build_model(args, DictTask(verifier[1]))
+    assert args.decoder_learned_pos is True  # the drafter's own option
+    fresh, copied = drafter.decoder.layers[0].fc1.weight, verifier[0].decoder.layers[0].fc1.weight
+    assert not torch.equal(fresh, copied)
+
+
+def save_fake_verifier(path, model, args):
+    plain = {name: value for name, value in vars(args).items() if isinstance(value, (bool, int, float, str, type(None)))}
+    torch.save({"cfg": {"model": plain}, "model": model.state_dict()}, path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def deep_verifier(tmp_path_factory):
+    """A random pre-norm 3-decoder-layer verifier (final decoder layer norm) saved as a checkpoint."""
+    from fairseq.models.transformer import TransformerModel
+
+    from drafter_helpers import make_dictionary
+    from fairseq_plugins.models.verifier_archs import specdec_verifier_tiny
+
+    dictionary = make_dictionary()
+    args = argparse.Namespace(arch="specdec_verifier_tiny", dropout=0.0, decoder_layers=3, encoder_normalize_before=True,
+                              decoder_normalize_before=True, decoder_learned_pos=True)
+    specdec_verifier_tiny(args)
+    torch.manual_seed(3)
+    model = TransformerModel.build_model(args, DictTask(dictionary)).eval()
+    path = save_fake_verifier(tmp_path_factory.mktemp("deep") / "v.pt", model, args)
+    return model, dictionary, path
+
+
+@pytest.mark.parametrize("which,taken", [("first", [0, 1]), ("last", [1, 2])])
+def test_shallower_drafter_takes_the_first_or_last_layers(deep_verifier, which, taken):
+    model, dictionary, path = deep_verifier
+    args = drafter_args(init_from_verifier=path, init_decoder_from_verifier=which)
+    drafter = BlockDrafterModel.build_model(args, DictTask(dictionary))
+    assert args.decoder_normalize_before is True
+    for mine, theirs in zip(drafter.decoder.layers, taken):
+        assert torch.equal(mine.fc2.weight, model.decoder.layers[theirs].fc2.weight)
+        assert torch.equal(mine.encoder_attn.k_proj.weight, model.decoder.layers[theirs].encoder_attn.k_proj.weight)
+        assert torch.equal(mine.self_attn_layer_norm.weight, model.decoder.layers[theirs].self_attn_layer_norm.weight)
+    assert torch.equal(drafter.decoder.layer_norm.weight, model.decoder.layer_norm.weight)
+    rows = model.decoder.embed_positions.weight.size(0)  # the drafter's table is k rows longer
+    assert drafter.decoder.embed_positions.weight.size(0) == rows + 4
+    assert torch.equal(drafter.decoder.embed_positions.weight[:rows], model.decoder.embed_positions.weight)
+
+
+def test_layers_of_another_shape_are_skipped(deep_verifier):
+    model, dictionary, path = deep_verifier
+    args = drafter_args(init_from_verifier=path, decoder_ffn_embed_dim=48)
+    drafter = BlockDrafterModel.build_model(args, DictTask(dictionary))
+    assert drafter.decoder.layers[0].fc1.weight.shape == (48, 32)  # left as initialised
+    assert torch.equal(drafter.decoder.layer_norm.weight, model.decoder.layer_norm.weight)

@@ -20,7 +20,7 @@ from torch import Tensor
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
-from fairseq.models.transformer import TransformerConfig, TransformerEncoderBase
+from fairseq.models.transformer import TransformerConfig
 from fairseq.models.transformer import base_architecture as transformer_base_architecture
 from fairseq.models.transformer.transformer_base import Embedding
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
@@ -48,6 +48,18 @@ class BlockDrafterConfig(FairseqDataclass):
         default=None,
         metadata={"help": "verifier checkpoint: the drafter takes its encoder architecture and copies its "
                           "encoder and embeddings (the initialised encoder computes what the verifier's does)"},
+    )
+    init_decoder_from_verifier: ChoiceEnum(["first", "last", "none"]) = field(
+        default="first",
+        metadata={"help": "with --init-from-verifier: copy the verifier's first (or last) n decoder layers, "
+                          "final layer norm and learned positions where shapes match (the drafter adopts "
+                          "the verifier's decoder layout); none: a fresh decoder"},
+    )
+    share_verifier_encoder: bool = field(
+        default=False,
+        metadata={"help": "with --init-from-verifier: the encoder is the verifier's, frozen (no gradient, "
+                          "no dropout), so decoding can reuse the verifier's encoder output; the decoder's "
+                          "embeddings are then untied from the encoder's"},
     )
 
 
@@ -80,7 +92,7 @@ class BlockDrafterModel(FairseqEncoderDecoderModel):
             decoder_embed = Embedding(len(tgt_dict), cfg.decoder.embed_dim, tgt_dict.pad())
         if args.soft_copy and cfg.encoder.embed_dim != cfg.decoder.input_dim:
             raise ValueError("--soft-copy needs --encoder-embed-dim == --decoder-input-dim")
-        encoder = TransformerEncoderBase(cfg, src_dict, encoder_embed)
+        encoder = drafter_init.encoder_class(args)(cfg, src_dict, encoder_embed)
         decoder = BlockDrafterDecoder(
             cfg, tgt_dict, decoder_embed, block_size=args.block_size,
             prefix_causal=args.prefix_attention == "causal", soft_copy=args.soft_copy,
@@ -91,6 +103,8 @@ class BlockDrafterModel(FairseqEncoderDecoderModel):
             model.apply(init_bert_params)
         if verifier_state is not None:
             drafter_init.copy_verifier_weights(model, verifier_state, args)
+        if args.share_verifier_encoder:
+            drafter_init.freeze(model.encoder)
         return model
 
     @property
