@@ -4,7 +4,7 @@ import copy
 import pytest
 
 from drafter_helpers import build_drafter, build_verifier, make_dictionary
-from fairseq_plugins.compatibility import IncompatibleModelsError, check_compatibility
+from fairseq_plugins.decoding.compatibility import IncompatibleModelsError, check_compatibility
 from fairseq_plugins_compat.errors import PluginError
 
 

@@ -18,8 +18,8 @@ def greedy(model, batch, max_len_b=16):
     return SequenceGenerator([model], DICT, beam_size=1, max_len_b=max_len_b).generate([model], batch)
 
 
-def decode(model, batch, drafter, block_size, max_len_b=16):
-    cfg = SpeculativeConfig(block_size=block_size, max_len_b=max_len_b)
+def decode(model, batch, drafter, block_size, max_len_b=16, adaptive=False):
+    cfg = SpeculativeConfig(block_size=block_size, max_len_b=max_len_b, adaptive=adaptive)
     return SpeculativeGenerator(model, DICT, drafter, cfg).generate([model], batch)
 
 
@@ -51,12 +51,13 @@ DECODERS = {
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 1000), src_lengths=st.lists(st.integers(1, 10), min_size=1, max_size=4),
-       block=st.sampled_from([1, 2, 3, 5]), name=st.sampled_from(sorted(DECODERS)), eos_boost=st.sampled_from([0.0, 1.5]))
-def test_parallel_decoders_give_greedy_output(seed, src_lengths, block, name, eos_boost):
+       block=st.sampled_from([1, 2, 3, 5]), name=st.sampled_from(sorted(DECODERS)), eos_boost=st.sampled_from([0.0, 1.5]),
+       adaptive=st.booleans())
+def test_parallel_decoders_give_greedy_output(seed, src_lengths, block, name, eos_boost, adaptive):
     model = build_transformer(DICT, seed=seed % 40, eos_boost=eos_boost, learned_pos=seed % 2 == 0)
     batch = make_batch(DICT, src_lengths, seed=seed)
     block_size = 64 if name.startswith(("iad", "jacobi")) and name != "jacobi-unk-init" else block
-    assert_parity(greedy(model, batch), decode(model, batch, DECODERS[name](block), block_size))
+    assert_parity(greedy(model, batch), decode(model, batch, DECODERS[name](block), block_size, adaptive=adaptive))
 
 
 @pytest.mark.parametrize("hybrid_length", [0])

@@ -33,8 +33,8 @@ class OracleDrafter(Drafter):
     def __init__(self, references):
         self.references = references
 
-    def start(self, src_tokens, src_lengths, max_len):
-        self.rows = torch.arange(src_tokens.size(0))
+    def start(self, batch):
+        self.rows = torch.arange(batch.src_tokens.size(0))
 
     def propose(self, tokens, lengths, k):
         drafts = torch.full((tokens.size(0), k), DICT.pad())
@@ -70,16 +70,17 @@ def assert_same_hypotheses(reference, ours):
     max_len_a=st.sampled_from([0.0, 1.2]),
     max_len_b=st.integers(1, 16),
     min_len=st.integers(1, 3),
+    adaptive=st.booleans(),
 )
 def test_random_drafter_gives_greedy_output(seed, src_lengths, block_size, learned_pos, normalize_before,
-                                            eos_boost, max_len_a, max_len_b, min_len):
+                                            eos_boost, max_len_a, max_len_b, min_len, adaptive):
     assume(min_len <= int(max_len_a * (max(src_lengths) + 1) + max_len_b))
     model = build_transformer(DICT, seed=seed % 50, learned_pos=learned_pos, normalize_before=normalize_before,
                               eos_boost=eos_boost)
     batch = make_batch(DICT, src_lengths, seed=seed)
     lengths = dict(max_len_a=max_len_a, max_len_b=max_len_b, min_len=min_len)
     reference = greedy(model, batch, **lengths)
-    cfg = SpeculativeConfig(block_size=block_size, **lengths)
+    cfg = SpeculativeConfig(block_size=block_size, adaptive=adaptive, **lengths)
     ours = SpeculativeGenerator(model, DICT, RandomDrafter(seed, len(DICT)), cfg).generate([model], batch)
     assert_same_hypotheses(reference, ours)
 

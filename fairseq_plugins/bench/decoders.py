@@ -7,6 +7,9 @@ to the spec before it, so ``specdec++:beta=5,tau=3,iad`` is two specs.
 - ``beamN`` (``beam1``: greedy, ``beam5``): fairseq's own SequenceGenerator, ``--beam N``.
 - any name registered with ``--decoding`` (specdec, specdec++, iad, jacobi, gs-jacobi,
   hybrid-jacobi, drafter-only): the plugin's decoder, built by the task.
+
+Option keys, their aliases, which decoders need a drafter and the default list all come
+from the decoder registry (``fairseq_plugins.decoding.registry``).
 """
 import re
 from dataclasses import dataclass, field
@@ -14,19 +17,13 @@ from typing import Dict, List, Optional
 
 from fairseq_plugins_compat.errors import PluginError
 
-# option key in a spec -> task cfg field (speculative_translation)
-OPTION_FIELDS = {
-    "beta": "beta", "tau": "tau",
-    "block_size": "block_size", "block": "block_size", "k": "block_size", "b": "block_size",
-    "hybrid_length": "hybrid_length", "h": "hybrid_length",
-    "iad_match_length": "iad_match_length", "match_length": "iad_match_length",
-    "jacobi_init_token": "jacobi_init_token", "init": "jacobi_init_token",
-    "drafter_path": "drafter_path", "drafter": "drafter_path",
-}
-TASK_FIELDS = sorted(set(OPTION_FIELDS.values()))
-NEEDS_DRAFTER = {"specdec", "specdec++", "drafter-only"}
-DEFAULT_DECODERS = ("beam1,beam5,specdec,specdec++,specdec++:beta=5,tau=3,"
-                    "iad,jacobi,gs-jacobi,hybrid-jacobi,drafter-only")
+
+
+def default_decoders() -> str:
+    """The harness's default ``--decoders``: every registered decoder and its presets."""
+    from fairseq_plugins.decoding.registry import benchmark_specs
+
+    return ",".join(benchmark_specs())
 
 
 @dataclass
@@ -78,15 +75,33 @@ def parse_spec(text: str, known: List[str]) -> DecoderSpec:
     else:
         choices = ", ".join(["beamN (beam1, beam5, ...)", *[n for n in known if n != "beam"]])
         raise PluginError(f"--decoders: unknown decoder {name!r}; choose from {choices}")
+    keys = _option_keys(spec.decoding)
     for item in filter(None, opts.split(",")):
         key, eq, value = item.partition("=")
         key = key.strip().replace("-", "_")
-        if not eq or key not in OPTION_FIELDS:
-            raise PluginError(f"--decoders: bad option {item!r} in {text!r}; keys: {', '.join(sorted(OPTION_FIELDS))}")
-        spec.options[OPTION_FIELDS[key]] = _value(value.strip())
+        if not eq or key not in keys:
+            raise PluginError(f"--decoders: bad option {item!r} in {text!r}; keys of {name}: "
+                              f"{', '.join(sorted(keys)) or 'none'}")
+        spec.options[keys[key]] = _value(value.strip())
     if spec.beam < 1:
         raise PluginError(f"--decoders: {text!r}: the beam size must be >= 1")
     return spec
+
+
+def _option_keys(decoding: str) -> Dict[str, str]:
+    """Spec key (option name or alias) -> task option, for the options ``decoding`` reads."""
+    from fairseq_plugins.decoding.registry import DECODERS, option_aliases
+
+    if decoding not in DECODERS:
+        return {}
+    own = set(DECODERS[decoding].option_names())
+    return {key: name for key, name in option_aliases().items() if name in own}
+
+
+def _needs_drafter(decoding: str) -> bool:
+    from fairseq_plugins.decoding.registry import DECODERS
+
+    return decoding in DECODERS and DECODERS[decoding].needs_drafter
 
 
 def parse_decoders(text: str, known: List[str]) -> List[DecoderSpec]:
@@ -103,21 +118,26 @@ def parse_decoders(text: str, known: List[str]) -> List[DecoderSpec]:
 
 def missing_inputs(spec: DecoderSpec, drafter_path: Optional[str]) -> Optional[str]:
     """Why ``spec`` cannot run with the inputs given, or None."""
-    if spec.decoding in NEEDS_DRAFTER and not (spec.options.get("drafter_path") or drafter_path):
+    if _needs_drafter(spec.decoding) and not (spec.options.get("drafter_path") or drafter_path):
         return f"needs a block drafter checkpoint: pass --drafter-path (or {spec.decoding}:drafter=PATH)"
     return None
 
 
 def configure(task, generation, spec: DecoderSpec, base: Dict[str, object], drafter_path: Optional[str]):
     """Set the task cfg (``--decoding``, drafter, block size, beta, tau...) and the
-    generation cfg (``--beam``) for ``spec``; ``base``: the task fields as first loaded."""
+    generation cfg (``--beam``) for ``spec``; ``base``: the task fields as first loaded.
+    Options the spec's decoder does not read are reset to their defaults."""
+    from fairseq_plugins.decoding.registry import DECODERS, option_fields
+
     if spec.decoding != "beam" and not hasattr(task.cfg, "decoding"):
         raise PluginError(f"decoder {spec.label!r} needs --task speculative_translation, not --task {task.cfg._name}")
     if hasattr(task.cfg, "decoding"):
         task.cfg.decoding = spec.decoding
-    for name, value in base.items():
-        setattr(task.cfg, name, value)
-    if drafter_path and spec.decoding in NEEDS_DRAFTER:
+    own = set(DECODERS[spec.decoding].option_names()) if spec.decoding in DECODERS else set()
+    for name, f in option_fields().items():
+        if name in base:
+            setattr(task.cfg, name, base[name] if name in own else f.default)
+    if drafter_path and _needs_drafter(spec.decoding):
         task.cfg.drafter_path = drafter_path
     for name, value in spec.options.items():
         setattr(task.cfg, name, value)
@@ -127,4 +147,6 @@ def configure(task, generation, spec: DecoderSpec, base: Dict[str, object], draf
 def task_defaults(task) -> Dict[str, object]:
     """The task fields ``configure`` changes, as loaded (command-line values kept); none for
     a task without the speculative decoders (``beamN`` specs only)."""
-    return {name: getattr(task.cfg, name) for name in TASK_FIELDS if hasattr(task.cfg, name)}
+    from fairseq_plugins.decoding.registry import option_fields
+
+    return {name: getattr(task.cfg, name) for name in option_fields() if hasattr(task.cfg, name)}

@@ -23,7 +23,7 @@ from typing import Dict, List, Tuple
 
 from fairseq_plugins_compat.errors import PluginError
 
-from fairseq_plugins.bench.decoders import DEFAULT_DECODERS, missing_inputs, parse_decoders
+from fairseq_plugins.bench.decoders import default_decoders, missing_inputs, parse_decoders
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -36,7 +36,7 @@ def get_parser() -> argparse.ArgumentParser:
     add("data", help="binarized data directory (fairseq-preprocess output) with the test split")
     add("--path", required=True, help="verifier checkpoint (a fairseq autoregressive model)")
     add("--drafter-path", help="block NAT drafter checkpoint (specdec, specdec++, drafter-only)")
-    add("--decoders", default=DEFAULT_DECODERS,
+    add("--decoders", default=default_decoders(),
         help="comma-separated specs: beamN (fairseq's search), or a --decoding name, optionally with "
              "options, e.g. specdec++:beta=5,tau=3 or gs-jacobi:block=4")
     add("--batch-sizes", default="1", help="comma-separated batch sizes to sweep (1: latency setting)")

@@ -12,6 +12,7 @@ close log-probs to a tie, so :func:`verifier_choices` reproduces that sum exactl
 """
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 from torch import Tensor
@@ -90,3 +91,13 @@ def top_beta_accept(drafts: Tensor, lprobs: Tensor, beta: int, tau: float) -> Te
     in_top_beta = (top_tokens == drafts.unsqueeze(-1)).any(dim=-1)
     drafted = block.gather(2, drafts.unsqueeze(-1)).squeeze(-1)
     return in_top_beta & (drafted >= top_values[:, :, 0] - tau)
+
+
+AcceptanceRule = Callable[[Tensor, Tensor, Tensor], Tensor]  # (drafts, choices, lprobs) -> (B, k) bool
+
+
+def choose_rule(beta: int, tau: float) -> AcceptanceRule:
+    """The acceptance rule for SpecDec++'s (beta, tau): beta=1, tau=0 is vanilla (lossless)."""
+    if beta == 1 and tau == 0.0:
+        return lambda drafts, choices, lprobs: greedy_accept(drafts, choices)
+    return lambda drafts, choices, lprobs: top_beta_accept(drafts, lprobs, beta, tau)

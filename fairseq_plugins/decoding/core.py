@@ -1,29 +1,45 @@
 """The one speculative decoding loop shared by SpecDec, SpecDec++, IAD and the Jacobi family.
 
-    encode once -> draft k tokens -> verify last accepted token + draft in ONE verifier
-    pass (KV cache) -> accept up to the bifurcation (+ the verifier's own token) ->
-    roll the cache back to the accepted length -> retire finished rows -> repeat
+    encode once -> draft up to k tokens per row -> verify the last accepted token + the
+    draft in ONE verifier pass (KV cache) -> accept up to the bifurcation (+ the verifier's
+    own token) -> roll the cache back to the accepted length -> retire finished rows -> repeat
 
 The drafter is the only difference between the algorithms (see ``drafters``); with the
 greedy acceptance rule the output is token for token fairseq's ``--beam 1`` output.
 """
-from dataclasses import dataclass, field
-from typing import Callable, List
+import contextlib
+from dataclasses import dataclass
+from typing import List
 
 import torch
 from torch import Tensor
 
-from fairseq_plugins.decoding import acceptance
+from fairseq_plugins.decoding import acceptance, draft_length
+from fairseq_plugins.decoding.drafters import BatchStart, Iteration, draft_tokens
 from fairseq_plugins.decoding.incremental import VerifierCache
 from fairseq_plugins.decoding.stats import DecodingStats
 from fairseq_plugins_compat.errors import PluginError
+
+
+class NoProfile:
+    """The profiler interface (``bench.profile``), doing nothing: ``section(name)`` wraps
+    the "encoder", "drafter", "verifier" and "accept" parts; ``tick()`` counts iterations."""
+
+    _nothing = contextlib.nullcontext()
+
+    def section(self, name: str):
+        return self._nothing
+
+    def tick(self):
+        pass
 
 
 @dataclass
 class SpeculativeConfig:
     """Decoding options; the length options mean what they mean to fairseq-generate."""
 
-    block_size: int = 25  # k: tokens drafted per iteration
+    block_size: int = 25  # k: tokens drafted per iteration (the most, when adaptive)
+    adaptive: bool = False  # per-row draft length (see draft_length)
     beta: int = 1  # SpecDec++ top-beta (1 with tau 0: vanilla, lossless)
     tau: float = 0.0  # SpecDec++ log-probability tolerance
     max_len_a: float = 0.0
@@ -32,7 +48,6 @@ class SpeculativeConfig:
     unk_penalty: float = 0.0
     len_penalty: float = 1.0
     normalize_scores: bool = True
-    extra: dict = field(default_factory=dict)  # drafter-specific options
 
     @property
     def lossless(self) -> bool:
@@ -47,16 +62,18 @@ class BatchState:
     lengths: (B,) filled columns of ``tokens``; the last one is not yet fed to the verifier.
     cum: (B, max_len + k + 3) fairseq's cumulative score at each filled column (0 at column 0).
     rows: (B,) index of each active row in the original batch.
+    k: (B,) draft length of each row (constant unless adaptive).
     """
 
     tokens: Tensor
     lengths: Tensor
     cum: Tensor
     rows: Tensor
+    k: Tensor
 
     def keep(self, keep_idx: Tensor):
         self.tokens, self.lengths = self.tokens[keep_idx], self.lengths[keep_idx]
-        self.cum, self.rows = self.cum[keep_idx], self.rows[keep_idx]
+        self.cum, self.rows, self.k = self.cum[keep_idx], self.rows[keep_idx], self.k[keep_idx]
 
 
 class SpeculativeGenerator:
@@ -70,13 +87,8 @@ class SpeculativeGenerator:
         self.pad, self.eos, self.unk = tgt_dict.pad(), tgt_dict.eos(), tgt_dict.unk()
         self.max_positions = verifier.max_decoder_positions()
         self.stats = stats or DecodingStats()
-        self.accept: Callable = self._greedy if cfg.lossless else self._top_beta
-
-    def _greedy(self, drafts, choices, lprobs):
-        return acceptance.greedy_accept(drafts, choices)
-
-    def _top_beta(self, drafts, choices, lprobs):
-        return acceptance.top_beta_accept(drafts, lprobs, self.cfg.beta, self.cfg.tau)
+        self.accept = acceptance.choose_rule(cfg.beta, cfg.tau)
+        self.profiler = NoProfile()
 
     def limits(self, src_tokens: Tensor) -> acceptance.GenerationLimits:
         max_len = min(int(self.cfg.max_len_a * src_tokens.size(1) + self.cfg.max_len_b), self.max_positions - 1)
@@ -92,55 +104,67 @@ class SpeculativeGenerator:
         net_input = sample["net_input"]
         src_tokens, src_lengths = net_input["src_tokens"], net_input["src_lengths"]
         limits = self.limits(src_tokens)
-        bsz = src_tokens.size(0)
-        # 1. encode once (verifier and drafter)
-        encoder_out = self.verifier.encoder(src_tokens, src_lengths=src_lengths)
-        cache = VerifierCache(self.verifier, encoder_out, bsz, src_tokens.device)
-        self.drafter.start(src_tokens, src_lengths, limits.max_len)
-        width = limits.max_len + self.cfg.block_size + 3  # room for a whole block past max_len
-        state = BatchState(
-            tokens=src_tokens.new_full((bsz, width), self.pad).index_fill_(1, src_tokens.new_tensor([0]), self.eos),
-            lengths=src_tokens.new_ones(bsz),
-            cum=torch.zeros(bsz, width, device=src_tokens.device),
-            rows=torch.arange(bsz, device=src_tokens.device),
-        )
+        bsz, section = src_tokens.size(0), self.profiler.section
+        with section("encoder"):  # 1. encode once
+            encoder_out = self.verifier.encoder(src_tokens, src_lengths=src_lengths)
+            cache = VerifierCache(self.verifier, encoder_out, bsz, src_tokens.device)
+            self.drafter.start(BatchStart(src_tokens, src_lengths, limits.max_len, encoder_out))
+        state = self._initial_state(src_tokens, limits.max_len)
         finished: List[List[dict]] = [[] for _ in range(bsz)]
-        trace = self.stats.start_batch(bsz)
+        trace = self.stats.start_batch()
         while state.rows.numel() > 0:
-            # 2. draft at most up to max_len
-            k = max(0, min(self.cfg.block_size, limits.max_len - int(state.lengths.max()) + 1))
-            drafts = self.drafter.propose(state.tokens, state.lengths, k) if k > 0 else state.tokens[:, :0]
-            # 3. verify the pending token + the draft in one pass
-            lprobs = self._verify(cache, state, drafts, limits)
-            # 4. accept up to the bifurcation, plus the verifier's own token there
-            new_tokens, new_cum, n_new, choices, done = self._accept(state, drafts, lprobs)
-            self.drafter.update(state.tokens, state.lengths, drafts, choices, n_new)
-            trace.record(state.rows, drafts, choices, n_new, lprobs)
-            # 5. append, and roll the verifier cache back to what was accepted
-            self._append(state, new_tokens, new_cum, n_new)
-            cache.rollback(n_new, block_len=drafts.size(1) + 1)
-            # 6. retire finished rows
-            if bool(done.any()):
-                self._finalize(state, done, finished, trace)
-                keep_idx = (~done).nonzero().squeeze(1)
-                state.keep(keep_idx)
-                cache.keep_rows(keep_idx)
-                self.drafter.keep_rows(keep_idx)
-        self.stats.end_batch(trace)
+            self.profiler.tick()
+            with section("drafter"):  # 2. draft at most up to max_len
+                drafts = self._draft(state, limits.max_len)
+            with section("verifier"):  # 3. verify the pending token + the draft in one pass
+                lprobs, hidden = self._verify(cache, state, drafts, limits)
+            with section("accept"):  # 4. accept up to the bifurcation, plus the verifier's own token there
+                step, new_cum, done = self._accept(state, drafts, lprobs, hidden)
+                trace.record(state.rows, drafts, step.choices, step.n_new, lprobs)
+                self._append(state, step.new_tokens, new_cum, step.n_new)  # 5. append; roll the verifier cache back to what was accepted
+                cache.rollback(step.n_new)
+            with section("drafter"):
+                self.drafter.update(step)
+            with section("accept"):  # 6. retire finished rows
+                if bool(done.any()):
+                    self._retire(state, done, finished, trace, cache)
+        self.stats.end_batch(trace, sample["id"].tolist() if "id" in sample else None)
         return finished
 
+    def _initial_state(self, src_tokens, max_len) -> BatchState:
+        bsz, device = src_tokens.size(0), src_tokens.device
+        width = max_len + self.cfg.block_size + 3  # room for a whole block past max_len
+        tokens = src_tokens.new_full((bsz, width), self.pad)
+        tokens[:, 0] = self.eos
+        return BatchState(tokens=tokens, lengths=src_tokens.new_ones(bsz),
+                          cum=torch.zeros(bsz, width, device=device),
+                          rows=torch.arange(bsz, device=device),
+                          k=draft_length.initial_lengths(bsz, self.cfg.block_size, device))
+
+    def _draft(self, state, max_len) -> Tensor:
+        """(B, k') drafts, k' <= every row's draft length and the room left before max_len;
+        past its own length a row's drafts are pad (the verifier will not accept them)."""
+        k = max(0, min(int(state.k.max()), max_len - int(state.lengths.max()) + 1))
+        if k == 0:
+            return state.tokens[:, :0]
+        drafts = draft_tokens(self.drafter.propose(state.tokens, state.lengths, k)).tokens
+        if self.cfg.adaptive:
+            beyond = torch.arange(drafts.size(1), device=drafts.device).unsqueeze(0) >= state.k.unsqueeze(1)
+            drafts = drafts.masked_fill(beyond, self.pad)
+        return drafts
+
     def _verify(self, cache, state, drafts, limits):
-        """Run the verifier over [pending token, d_1..d_k]: log-probs (B, k+1, V)."""
+        """Run the verifier over [pending token, d_1..d_k]: log-probs (B, k+1, V), states (B, k+1, C)."""
         pending = state.tokens.gather(1, (state.lengths - 1).unsqueeze(1))
         block = torch.cat([pending, drafts], dim=1)
-        steps = (state.lengths - 1).unsqueeze(1) + torch.arange(block.size(1), device=block.device)
-        lprobs = cache.forward_block(block, steps + self.pad + 1)
-        return acceptance.apply_limits(lprobs, steps, limits)
+        steps = cache.steps(block.size(1))
+        lprobs, hidden = cache.forward_block(block)
+        return acceptance.apply_limits(lprobs, steps, limits), hidden
 
-    def _accept(self, state, drafts, lprobs):
-        """New tokens (B, k+1), their cumulative scores (B, k+1), how many are new (B,
-        cut after the first EOS), the verifier's greedy choice after each drafted prefix
-        (B, k+1), and which rows are finished (B,)."""
+    def _accept(self, state, drafts, lprobs, hidden):
+        """The iteration record (new tokens (B, k+1), how many are new (B,), cut after the
+        first EOS, the verifier's choices...), the new tokens' cumulative scores (B, k+1)
+        and which rows are finished (B,)."""
         current = state.cum.gather(1, (state.lengths - 1).unsqueeze(1)).squeeze(1)
         cums = acceptance.cumulative_scores(lprobs, drafts, current)
         choices, choice_cums = acceptance.verifier_choices(lprobs, cums)
@@ -151,7 +175,12 @@ class SpeculativeGenerator:
         new_cum = torch.cat([cums[:, 1:], cums[:, :1]], dim=1)
         new_cum.scatter_(1, at, choice_cums.gather(1, at))
         n_new, done = self._cut_at_eos(new_tokens, n_accepted + 1)
-        return new_tokens, new_cum, n_new, choices, done
+        if self.cfg.adaptive:
+            offered = drafts.ne(self.pad).sum(1)
+            state.k = draft_length.next_lengths(state.k, offered, n_accepted, self.cfg.block_size)
+        step = Iteration(lengths=state.lengths, drafts=drafts, choices=choices, new_tokens=new_tokens, n_new=n_new,
+                         lprobs=lprobs, hidden=hidden if self.drafter.needs_verifier_hidden else None)
+        return step, new_cum, done
 
     def _cut_at_eos(self, new_tokens, n_new):
         offsets = torch.arange(new_tokens.size(1), device=new_tokens.device).unsqueeze(0)
@@ -167,7 +196,14 @@ class SpeculativeGenerator:
         columns = state.lengths.unsqueeze(1) + offsets
         state.tokens.scatter_(1, columns, torch.where(valid, new_tokens, state.tokens.gather(1, columns)))
         state.cum.scatter_(1, columns, torch.where(valid, new_cum, state.cum.gather(1, columns)))
-        state.lengths += n_new
+        state.lengths = state.lengths + n_new  # a new tensor: the drafter's record keeps the old one
+
+    def _retire(self, state, done, finished, trace, cache):
+        self._finalize(state, done, finished, trace)
+        keep_idx = (~done).nonzero().squeeze(1)
+        state.keep(keep_idx)
+        cache.keep_rows(keep_idx)
+        self.drafter.keep_rows(keep_idx)
 
     def _finalize(self, state, done, finished, trace):
         for i in done.nonzero().squeeze(1).tolist():

@@ -1,28 +1,94 @@
-"""The drafter interface of the speculative loop.
+"""The drafter contract of the speculative loop (``core.SpeculativeGenerator``).
 
-A drafter proposes the next tokens of every active row; the core verifies them.  All
-tensors are on the rows still active, in the same order as the core's state:
+A drafter proposes the next tokens of every active row; the core verifies them.  Per batch:
 
-    tokens:  (B, T) accepted tokens, column 0 is EOS (BOS), pad after ``lengths``
+    start(BatchStart)                 once, before the first ``propose``
+    propose(tokens, lengths, k)       -> (B, k') tensor or a ``Draft`` (k' <= k)
+    update(Iteration)                 after each verification
+    keep_rows(rows)                   when finished rows leave the batch
+
+All tensors are on the rows still active, in the core's row order:
+
+    tokens:  (B, T) accepted tokens, column 0 is EOS (the decoder's BOS), pad after ``lengths``.
+             Columns < lengths are final: the core only ever writes past them.
     lengths: (B,)   filled columns of ``tokens``
+
+The core never mutates a tensor it handed a drafter after handing it (``lengths`` and every
+field of ``Iteration`` are fresh tensors each iteration).  A drafter declares what it needs
+from the verifier with class attributes, and the core provides it:
+
+    needs_verifier_hidden: ``Iteration.hidden`` is the verifier's last decoder states
+    uses_verifier_encoder: the drafter reads ``BatchStart.encoder_out`` instead of encoding
 """
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Union
+
 from torch import Tensor
+
+
+@dataclass(frozen=True)
+class BatchStart:
+    """What a drafter may read once per batch.
+
+    src_tokens (B, S), src_lengths (B,); max_len: the longest output fairseq allows;
+    encoder_out: the verifier's encoder output (fairseq's dict: ``encoder_out`` (S, B, C) ...).
+    """
+
+    src_tokens: Tensor
+    src_lengths: Tensor
+    max_len: int
+    encoder_out: Dict[str, List[Tensor]]
+
+
+@dataclass(frozen=True)
+class Draft:
+    """Drafted tokens (B, k') and, optionally, the drafter's log-probs (B, k', V)."""
+
+    tokens: Tensor
+    lprobs: Optional[Tensor] = None
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """One verification, as the drafter may learn from it.
+
+    lengths (B,): filled columns *before* this iteration's tokens were appended;
+    drafts (B, k'); choices (B, k'+1): the verifier's greedy token after each drafted prefix;
+    new_tokens (B, k'+1): the tokens appended, the first ``n_new[i]`` of row i valid;
+    n_new (B,); lprobs (B, k'+1, V): the verifier's log-probs over the block;
+    hidden (B, k'+1, C): the verifier's last decoder states, only for drafters that set
+    ``needs_verifier_hidden`` (else None).
+    """
+
+    lengths: Tensor
+    drafts: Tensor
+    choices: Tensor
+    new_tokens: Tensor
+    n_new: Tensor
+    lprobs: Tensor
+    hidden: Optional[Tensor] = None
 
 
 class Drafter:
     """Base class: ``propose`` is required; the other hooks default to no-ops."""
 
-    def start(self, src_tokens: Tensor, src_lengths: Tensor, max_len: int):
+    needs_verifier_hidden = False
+    uses_verifier_encoder = False
+
+    def start(self, batch: BatchStart):
         """Called once per batch, before the first ``propose``."""
 
-    def propose(self, tokens: Tensor, lengths: Tensor, k: int) -> Tensor:
-        """Return drafts (B, k') with k' <= k; rows with nothing to propose use pad."""
+    def propose(self, tokens: Tensor, lengths: Tensor, k: int) -> Union[Tensor, Draft]:
+        """Drafts (B, k') with k' <= k; rows with less to propose pad their tail."""
         raise NotImplementedError
 
-    def update(self, tokens: Tensor, lengths: Tensor, drafts: Tensor, choices: Tensor, n_new: Tensor):
-        """After verification: ``choices`` (B, k'+1) is the verifier's greedy token after
-        each drafted prefix, ``n_new`` (B,) how many tokens were appended.  ``tokens`` and
-        ``lengths`` are the state *before* the append."""
+    def update(self, step: Iteration):
+        """After each verification (see :class:`Iteration`)."""
 
     def keep_rows(self, rows: Tensor):
         """Finished rows left the batch: keep only ``rows`` (1-D long) of any per-row state."""
+
+
+def draft_tokens(proposal: Union[Tensor, Draft]) -> Draft:
+    """A drafter's ``propose`` result as a :class:`Draft`."""
+    return proposal if isinstance(proposal, Draft) else Draft(proposal)

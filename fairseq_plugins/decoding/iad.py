@@ -5,11 +5,14 @@ exactly once in the source, the tokens that follow that occurrence are drafted; 
 nothing is drafted and the verifier decodes one token (until the suffix matches again).
 The output is greedy decoding's, for any model (typically GEC, where output ~ input).
 """
+from dataclasses import dataclass, field
 from typing import List
 
 import torch
 
+from fairseq_plugins.decoding.builder import build_speculative
 from fairseq_plugins.decoding.drafters import Drafter
+from fairseq_plugins.decoding.options import REST_OF_INPUT, DraftLengthOptions
 from fairseq_plugins.decoding.registry import register_decoder
 
 BOS = -1  # stands for the decoder's BOS (fairseq's eos at column 0) and the source's start
@@ -33,8 +36,8 @@ class SourceCopyDrafter(Drafter):
     def __init__(self, pad: int, eos: int, match_length: int = 1):
         self.pad, self.eos, self.match_length = pad, eos, match_length
 
-    def start(self, src_tokens, src_lengths, max_len):
-        self.sources = [[BOS] + [t for t in row if t != self.pad] for row in src_tokens.tolist()]
+    def start(self, batch):
+        self.sources = [[BOS] + [t for t in row if t != self.pad] for row in batch.src_tokens.tolist()]
 
     def propose(self, tokens, lengths, k):
         drafts = []
@@ -52,11 +55,16 @@ class SourceCopyDrafter(Drafter):
         self.sources = [self.sources[i] for i in rows.tolist()]
 
 
-@register_decoder("iad", "input-guided aggressive decoding: draft = copy of the source (GEC), identical to greedy")
-def build_iad(task, models, args, **kwargs):
-    from fairseq_plugins.decoding.specdec import build_speculative
+@dataclass
+class IADOptions(DraftLengthOptions):
+    iad_match_length: int = field(
+        default=1, metadata={"help": "IAD: output suffix length that must occur exactly once in the source",
+                             "aliases": ("match_length",)})
 
+
+@register_decoder("iad", "input-guided aggressive decoding: draft = copy of the source (GEC), identical to greedy",
+                  IADOptions)
+def build_iad(task, models, args, opts):
     dictionary = task.target_dictionary
-    drafter = SourceCopyDrafter(dictionary.pad(), dictionary.eos(), task.cfg.iad_match_length)
-    block_size = task.cfg.block_size or 1024  # default: the rest of the source
-    return build_speculative(task, models, args, "iad", drafter, block_size)
+    drafter = SourceCopyDrafter(dictionary.pad(), dictionary.eos(), opts.iad_match_length)
+    return build_speculative(task, models, args, "iad", drafter, opts, opts.block_size or REST_OF_INPUT)

@@ -68,29 +68,44 @@ def block_causal_mask(cached_len: int, m: int, like: Tensor) -> Optional[Tensor]
 
 
 class VerifierCache:
-    """Incremental state of one AT decoder, fed blocks of tokens and cut back per row."""
+    """Incremental state of one AT decoder, fed blocks of tokens and cut back per row.
+
+    It owns the decoding positions: row i has ``valid[i]`` tokens in the cache, so the
+    next token it is fed is at decoding step ``valid[i]`` (fairseq position
+    ``step + padding_idx + 1``).
+    """
+
+    ATTN_STATE = "attn_state"  # fairseq's MultiheadAttention incremental-state key
 
     def __init__(self, model, encoder_out: Dict, batch_size: int, device):
         check_supported_decoder(model.decoder)
         self.model = model
         self.decoder = model.decoder
+        self.decoder.set_beam_size(1)  # a beam search before us may have set it: keep_rows reorders by row
         self.encoder_out = encoder_out
         self.state: Dict[str, Dict[str, Optional[Tensor]]] = {}
         self.valid = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,) valid entries per row
         self.length = 0  # T, physical cache length (>= every valid[i])
+        self.block_len = 0  # tokens fed by the last forward_block
 
-    def forward_block(self, tokens: Tensor, positions: Tensor) -> Tensor:
-        """Feed ``tokens`` (B, m) at ``positions`` (B, m) after each row's valid cache.
+    def steps(self, m: int) -> Tensor:
+        """(B, m) decoding step of each token of the next block of ``m``."""
+        return self.valid.unsqueeze(1) + torch.arange(m, device=self.valid.device)
 
-        Returns log-probabilities (B, m, V) in float32, as fairseq's generator sees them.
+    def forward_block(self, tokens: Tensor):
+        """Feed ``tokens`` (B, m) after each row's valid cache.
+
+        Returns log-probabilities (B, m, V) in float32, as fairseq's generator sees them,
+        and the last decoder states (B, m, C) (before the output projection).
         """
         decoder = self.decoder
+        m = tokens.size(1)
         x = decoder.embed_scale * decoder.embed_tokens(tokens)
         if decoder.quant_noise is not None:
             x = decoder.quant_noise(x)
         if decoder.project_in_dim is not None:
             x = decoder.project_in_dim(x)
-        pos = embed_positions_at(decoder.embed_positions, positions)
+        pos = embed_positions_at(decoder.embed_positions, self.steps(m) + decoder.padding_idx + 1)
         if pos is not None:
             x = x + pos
         if decoder.layernorm_embedding is not None:
@@ -100,7 +115,7 @@ class VerifierCache:
         enc = self.encoder_out
         encoder_states = enc["encoder_out"][0] if len(enc["encoder_out"]) > 0 else None
         encoder_mask = enc["encoder_padding_mask"][0] if len(enc["encoder_padding_mask"]) > 0 else None
-        attn_mask = block_causal_mask(self.length, tokens.size(1), x)
+        attn_mask = block_causal_mask(self.length, m, x)
         for layer in decoder.layers:
             x, _, _ = layer(x, encoder_states, encoder_mask, self.state, self_attn_mask=attn_mask)
         if decoder.layer_norm is not None:
@@ -108,22 +123,17 @@ class VerifierCache:
         x = x.transpose(0, 1)
         if decoder.project_out_dim is not None:
             x = decoder.project_out_dim(x)
-        self.length += tokens.size(1)
-        return F.log_softmax(decoder.output_layer(x).float(), dim=-1)
+        self.length += m
+        self.block_len = m
+        return F.log_softmax(decoder.output_layer(x).float(), dim=-1), x
 
-    def _attention_modules(self):
-        for layer in self.decoder.layers:
-            yield layer.self_attn
-            if getattr(layer, "encoder_attn", None) is not None:
-                yield layer.encoder_attn
-
-    def rollback(self, kept: Tensor, block_len: int):
-        """Keep, per row, the first ``kept[i]`` of the ``block_len`` entries just fed.
+    def rollback(self, kept: Tensor):
+        """Keep, per row, the first ``kept[i]`` of the tokens the last ``forward_block`` fed.
 
         Args:
-            kept: (B,) long, 0 <= kept[i] <= block_len.
+            kept: (B,) long, 0 <= kept[i] <= block length.
         """
-        old_len = self.length - block_len  # where the block starts physically
+        old_len = self.length - self.block_len  # where the block starts physically
         new_valid = self.valid + kept
         new_len = int(new_valid.max())
         slots = torch.arange(new_len, device=kept.device).unsqueeze(0)  # (1, T')
@@ -133,7 +143,7 @@ class VerifierCache:
             valid = self.valid.unsqueeze(1)
             index = torch.where(slots < valid, slots, old_len + slots - valid).masked_fill(holes, 0)
         for layer in self.decoder.layers:
-            buffer = layer.self_attn._get_input_buffer(self.state)
+            buffer = layer.self_attn.get_incremental_state(self.state, self.ATTN_STATE)
             for name in ("prev_key", "prev_value"):
                 cache = buffer[name]  # (B, heads, T, head_dim)
                 if contiguous:
@@ -142,17 +152,13 @@ class VerifierCache:
                     expanded = index[:, None, :, None].expand(-1, cache.size(1), -1, cache.size(3))
                     buffer[name] = cache.gather(2, expanded)
             buffer["prev_key_padding_mask"] = holes if bool(holes.any()) else None
-            layer.self_attn._set_input_buffer(self.state, buffer)
+            layer.self_attn.set_incremental_state(self.state, self.ATTN_STATE, buffer)
         self.valid = new_valid
         self.length = new_len
+        self.block_len = 0
 
     def keep_rows(self, rows: Tensor):
         """Keep only batch rows ``rows`` (1-D long): finished rows leave the batch."""
-        for attn in self._attention_modules():
-            buffer = attn._get_input_buffer(self.state)
-            for name, value in buffer.items():
-                if value is not None:
-                    buffer[name] = value.index_select(0, rows)
-            attn._set_input_buffer(self.state, buffer)
+        self.decoder.reorder_incremental_state_scripting(self.state, rows)
         self.encoder_out = self.model.encoder.reorder_encoder_out(self.encoder_out, rows)
         self.valid = self.valid.index_select(0, rows)  # the physical length stays

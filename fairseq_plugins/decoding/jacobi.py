@@ -12,10 +12,15 @@ Without an oracle target length, every variant stops when EOS becomes final (or 
 fairseq's max length): the EOS is accepted only once the prefix before it is final, so
 the output is greedy decoding's.  Positions never predicted yet start as ``init`` (PAD).
 """
+from dataclasses import dataclass, field
+from typing import Optional
 
 import torch
+from fairseq.dataclass import ChoiceEnum
 
+from fairseq_plugins.decoding.builder import build_speculative
 from fairseq_plugins.decoding.drafters import Drafter
+from fairseq_plugins.decoding.options import REST_OF_INPUT, DraftLengthOptions
 from fairseq_plugins.decoding.registry import register_decoder
 
 
@@ -27,9 +32,9 @@ class JacobiDrafter(Drafter):
         self.block = block  # None: one block up to max_len (PJ)
         self.hybrid_length = hybrid_length  # None: never switch to one token at a time
 
-    def start(self, src_tokens, src_lengths, max_len):
-        self.max_len = max_len
-        self.guess = src_tokens.new_full((src_tokens.size(0), 0), self.init)  # (B, G)
+    def start(self, batch):
+        self.max_len = batch.max_len
+        self.guess = batch.src_tokens.new_full((batch.src_tokens.size(0), 0), self.init)  # (B, G)
 
     def _block_room(self, lengths):
         """Drafts per row: up to the end of the row's block (B,), 0 once past ``h``."""
@@ -50,8 +55,9 @@ class JacobiDrafter(Drafter):
         columns = torch.arange(width, device=tokens.device).unsqueeze(0)
         return drafts.masked_fill(columns >= room.unsqueeze(1), self.pad)
 
-    def update(self, tokens, lengths, drafts, choices, n_new):
+    def update(self, step):
         """Next iterate: the verifier's predictions after the new final prefix."""
+        choices, n_new = step.choices, step.n_new
         width = choices.size(1)
         index = n_new.unsqueeze(1) + torch.arange(width, device=choices.device).unsqueeze(0)
         shifted = choices.gather(1, index.clamp(max=width - 1))
@@ -61,23 +67,35 @@ class JacobiDrafter(Drafter):
         self.guess = self.guess.index_select(0, rows)
 
 
-def _build(name, block, hybrid):
-    def build(task, models, args, **kwargs):
-        from fairseq_plugins.decoding.specdec import build_speculative
+@dataclass
+class JacobiOptions(DraftLengthOptions):
+    jacobi_init_token: ChoiceEnum(["pad", "unk"]) = field(
+        default="pad", metadata={"help": "Jacobi family: token for positions not yet predicted", "aliases": ("init",)})
 
+
+@dataclass
+class HybridJacobiOptions(JacobiOptions):
+    hybrid_length: Optional[int] = field(
+        default=None, metadata={"help": "hybrid-jacobi: GS-Jacobi blocks up to this output length h, then "
+                                        "autoregressive (default: no limit, i.e. PGJ); 0 = greedy",
+                                "aliases": ("h",)})
+
+
+def _build(name, block, hybrid):
+    def build(task, models, args, opts):
         dictionary = task.target_dictionary
-        init = {"pad": dictionary.pad(), "unk": dictionary.unk()}[task.cfg.jacobi_init_token]
-        b = task.cfg.block_size or block
-        h = task.cfg.hybrid_length if hybrid else None
+        init = {"pad": dictionary.pad(), "unk": dictionary.unk()}[str(opts.jacobi_init_token)]
+        b = opts.block_size or block
+        h = opts.hybrid_length if hybrid else None
         drafter = JacobiDrafter(init, dictionary.pad(), block=b, hybrid_length=h)
-        return build_speculative(task, models, args, name, drafter, block_size=b or 1024)
+        return build_speculative(task, models, args, name, drafter, opts, block_size=b or REST_OF_INPUT)
 
     return build
 
 
-register_decoder("jacobi", "parallel Jacobi (PJ): the whole output re-predicted per iteration, identical to greedy")(
-    _build("jacobi", None, hybrid=False))
-register_decoder("gs-jacobi", "parallel GS-Jacobi (PGJ): blocks of --block-size (default 3), identical to greedy")(
-    _build("gs-jacobi", 3, hybrid=False))
-register_decoder("hybrid-jacobi", "hybrid GS-Jacobi (HGJ): PGJ up to --hybrid-length, then autoregressive")(
-    _build("hybrid-jacobi", 3, hybrid=True))
+register_decoder("jacobi", "parallel Jacobi (PJ): the whole output re-predicted per iteration, identical to greedy",
+                 JacobiOptions)(_build("jacobi", None, hybrid=False))
+register_decoder("gs-jacobi", "parallel GS-Jacobi (PGJ): blocks of --block-size (default 3), identical to greedy",
+                 JacobiOptions)(_build("gs-jacobi", 3, hybrid=False))
+register_decoder("hybrid-jacobi", "hybrid GS-Jacobi (HGJ): PGJ up to --hybrid-length, then autoregressive",
+                 HybridJacobiOptions)(_build("hybrid-jacobi", 3, hybrid=True))

@@ -1,9 +1,55 @@
-"""Turning fairseq's generation options into a ``SpeculativeConfig``, with clear errors
-for the options a parallel decoder cannot honour."""
+"""The decoders' options (dataclasses, shared through inheritance) and the checks that turn
+fairseq's generation options into a ``SpeculativeConfig`` with clear one-line errors."""
+from dataclasses import dataclass, field
+from typing import Optional
+
 import torch
+from fairseq.dataclass import ChoiceEnum
 
 from fairseq_plugins.decoding.core import SpeculativeConfig
 from fairseq_plugins_compat.errors import PluginError
+
+REST_OF_INPUT = 1024  # "k = the rest of the input" (IAD, PJ): longer than any output fairseq allows
+
+DRAFT_LENGTH_HELP = (
+    "adaptive: each row drafts up to --block-size tokens, doubling its draft after a fully accepted one "
+    "and shrinking it to (accepted + 1) after a rejection (costs at most ~one greedy step when drafts fail); "
+    "fixed: always --block-size"
+)
+
+
+@dataclass
+class BlockSizeOptions:
+    """Every decoder that drafts blocks."""
+
+    block_size: Optional[int] = field(
+        default=None, metadata={"help": "k: tokens drafted per iteration (with --draft-length adaptive: the most); "
+                                        "default: the drafter's training block size (specdec, drafter-only), 3 "
+                                        "(gs-jacobi, hybrid-jacobi), the rest of the input (iad, jacobi)",
+                                "aliases": ("k", "block", "b")})
+
+
+@dataclass
+class DraftLengthOptions(BlockSizeOptions):
+    """Every speculative decoder: how many tokens a row drafts per iteration."""
+
+    draft_length: ChoiceEnum(["adaptive", "fixed"]) = field(
+        default="adaptive", metadata={"help": DRAFT_LENGTH_HELP, "aliases": ("length",)})
+
+
+@dataclass
+class DrafterPathOptions:
+    """Decoders that load a trained block drafter."""
+
+    drafter_path: Optional[str] = field(
+        default=None, metadata={"help": "block NAT drafter checkpoint (specdec, specdec++, drafter-only)",
+                                "aliases": ("drafter",)})
+
+
+@dataclass
+class DrafterModelOptions(DrafterPathOptions, DraftLengthOptions):
+    """Speculative decoders with a trained block drafter."""
+
 
 # generation option -> (its neutral value, why it cannot be combined)
 UNSUPPORTED = {
@@ -27,6 +73,22 @@ def check_generation_args(args, decoding):
         raise PluginError(f"--decoding {decoding} does not support: {', '.join(bad)} (use --decoding beam)")
 
 
+def check_unused_options(cfg, entry, fields):
+    """Refuse decoder options that ``entry`` does not read (e.g. --drafter-path with iad).
+
+    fields: every decoder option (name -> dataclass field), the task config's defaults."""
+    own = set(entry.option_names())
+    unused = [name for name, f in fields.items() if name not in own and getattr(cfg, name, f.default) != f.default]
+    if unused:
+        flags = ", ".join("--" + name.replace("_", "-") for name in unused)
+        raise PluginError(f"--decoding {entry.name} does not use {flags}")
+
+
+def check_block_size(block_size):
+    if block_size is not None and block_size < 1:
+        raise PluginError(f"--block-size must be >= 1, got {block_size}")
+
+
 def check_models_device(models):
     for model in models:
         param = next(model.parameters())
@@ -34,26 +96,33 @@ def check_models_device(models):
             raise PluginError("fp16 decoding needs a CUDA device: drop --fp16, or run on a GPU")
 
 
-def speculative_config(args, block_size, beta=1, tau=0.0, **extra) -> SpeculativeConfig:
+def speculative_config(args, block_size, beta=1, tau=0.0, adaptive=False) -> SpeculativeConfig:
     """A config from fairseq's generation options (``args``: cfg.generation)."""
-    if block_size is None or block_size < 1:
-        raise PluginError(f"--block-size must be >= 1, got {block_size}")
+    check_block_size(block_size)
+    if block_size is None:
+        raise PluginError("--block-size must be >= 1, got None")
     if beta < 1:
         raise PluginError(f"--beta must be >= 1, got {beta}")
     if tau < 0:
         raise PluginError(f"--tau must be >= 0, got {tau}")
     return SpeculativeConfig(
-        block_size=block_size, beta=beta, tau=tau,
+        block_size=block_size, adaptive=adaptive, beta=beta, tau=tau,
         max_len_a=getattr(args, "max_len_a", 0.0), max_len_b=getattr(args, "max_len_b", 200),
         min_len=getattr(args, "min_len", 1), unk_penalty=getattr(args, "unkpen", 0.0),
         len_penalty=getattr(args, "lenpen", 1.0), normalize_scores=not getattr(args, "unnormalized", False),
-        extra=extra,
     )
 
 
-def report_as_greedy(args):
-    """fairseq-generate names ``cfg.generation.beam`` in its BLEU line ("beam=5" by
-    default); the plugin's decoders keep one hypothesis, so say beam=1 there."""
+def report_as_greedy(args, decoding):
+    """The plugin's decoders keep one hypothesis.  ``--beam N`` (N > 1) typed on the command
+    line is refused (fairseq-generate's default beam 5 is not typed, and is not refused); the
+    beam is then set to 1 so that fairseq-generate's BLEU line says beam=1."""
+    import sys
+
+    typed = any(arg == "--beam" or arg.startswith("--beam=") for arg in sys.argv[1:])
+    if typed and getattr(args, "beam", 1) not in (None, 1):
+        raise PluginError(f"--decoding {decoding} decodes greedily (one hypothesis): drop --beam {args.beam}, "
+                          f"or use --decoding beam --beam {args.beam}")
     try:
         args.beam = 1
     except Exception:  # a read-only config: the BLEU line keeps its beam value

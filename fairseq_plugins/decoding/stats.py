@@ -61,32 +61,42 @@ def _step_probs(lprobs: Tensor, drafts: Tensor, choices: Tensor):
 
 
 class DecodingStats:
-    """Accumulates sentences over batches."""
+    """Accumulates sentences over batches, once per sentence id: a sentence decoded again
+    (a warm-up, a repeated timing) replaces its earlier record instead of adding one."""
 
     def __init__(self, keep_trace: bool = False):
         self.keep_trace = keep_trace
-        self.iterations: List[int] = []
-        self.histogram = collections.Counter()
+        self.gains: Dict[object, List[int]] = {}  # sentence id -> tokens gained per iteration
         self.traces: List[BatchTrace] = []
 
-    def start_batch(self, bsz: int) -> BatchTrace:
+    def start_batch(self) -> BatchTrace:
         return BatchTrace(keep_steps=self.keep_trace)
 
-    def end_batch(self, trace: BatchTrace):
-        for gains in trace.gained.values():
-            self.iterations.append(len(gains))
-            self.histogram.update(gains)
+    def end_batch(self, trace: BatchTrace, ids: Optional[List[object]] = None):
+        """ids: the sentence id of each batch row (fairseq's ``sample["id"]``); None: new ids."""
+        for row, gains in trace.gained.items():
+            key = ids[row] if ids is not None else ("anonymous", len(self.gains))
+            self.gains[key] = list(gains)
         if self.keep_trace:
             self.traces.append(trace)
 
+    @property
+    def iterations(self) -> List[int]:
+        return [len(g) for g in self.gains.values()]
+
+    @property
+    def histogram(self) -> collections.Counter:
+        return collections.Counter(g for gains in self.gains.values() for g in gains)
+
     def summary(self) -> dict:
-        total_iterations = sum(self.iterations)
-        tokens = sum(g * c for g, c in self.histogram.items())
+        iterations, histogram = self.iterations, self.histogram
+        total_iterations = sum(iterations)
+        tokens = sum(g * c for g, c in histogram.items())
         return {
-            "sentences": len(self.iterations),
-            "mean_iterations": total_iterations / max(1, len(self.iterations)),
+            "sentences": len(iterations),
+            "mean_iterations": total_iterations / max(1, len(iterations)),
             "mean_accepted_per_iteration": tokens / max(1, total_iterations),
-            "histogram": dict(sorted(self.histogram.items())),
+            "histogram": dict(sorted(histogram.items())),
         }
 
     def log_summary(self, name: str):

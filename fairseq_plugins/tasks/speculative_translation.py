@@ -1,60 +1,39 @@
 """``--task speculative_translation``: fairseq's translation task plus the options of
 the plugin's decoders; ``build_generator()`` dispatches on ``--decoding``."""
-from dataclasses import dataclass, field
-from typing import Optional
+import dataclasses
+from dataclasses import field
 
 from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
-from fairseq_plugins.decoding.registry import DECODERS, decoder_names
+from fairseq_plugins.decoding import options
+from fairseq_plugins.decoding.registry import DECODERS, decoder_names, option_fields
 from fairseq_plugins_compat.errors import PluginError
 
-DECODING_CHOICES = ChoiceEnum(decoder_names())
 DECODING_HELP = "decoding algorithm: beam: fairseq's own search (--beam N); " + "; ".join(
-    f"{name}: {help}" for name, (_build, help) in DECODERS.items()
+    f"{entry.name}: {entry.help}" for entry in DECODERS.values()
 )
 
 
-@dataclass
-class SpeculativeTranslationConfig(TranslationConfig):
-    decoding: DECODING_CHOICES = field(
-        default="beam",
-        metadata={"help": DECODING_HELP},
-    )
-    drafter_path: Optional[str] = field(
-        default=None, metadata={"help": "block NAT drafter checkpoint (--decoding specdec, specdec++, drafter-only)"}
-    )
-    block_size: Optional[int] = field(
-        default=None,
-        metadata={"help": "tokens drafted per iteration; default: the drafter's training block size "
-                          "(specdec), the decoder's own default otherwise"},
-    )
-    beta: Optional[int] = field(
-        default=None, metadata={"help": "SpecDec++: a drafted token passes if among the verifier's top-beta "
-                                        "(default 1 for specdec, 3 for specdec++)"}
-    )
-    tau: Optional[float] = field(
-        default=None, metadata={"help": "SpecDec++: ... and its log-probability is within tau of the top-1 "
-                                        "(default 0 for specdec, 1.0 for specdec++; high-efficiency preset: --beta 5 --tau 3)"}
-    )
-    iad_match_length: int = field(
-        default=1, metadata={"help": "IAD: output suffix length that must occur exactly once in the source"}
-    )
-    jacobi_init_token: ChoiceEnum(["pad", "unk"]) = field(
-        default="pad", metadata={"help": "Jacobi family: token for positions not yet predicted"}
-    )
-    hybrid_length: Optional[int] = field(
-        default=None, metadata={"help": "hybrid-jacobi: GS-Jacobi blocks up to this output length h, then "
-                                        "autoregressive (default: no limit, i.e. PGJ); 0 = greedy"}
-    )
+def _copy(f: dataclasses.Field):
+    """(name, type, field) for ``make_dataclass``: a decoder option as a task option."""
+    default = {"default_factory": f.default_factory} if f.default is dataclasses.MISSING else {"default": f.default}
+    return f.name, f.type, field(metadata={"help": f.metadata.get("help", "")}, **default)
+
+
+# fairseq's translation options + --decoding + every registered decoder's options
+SpeculativeTranslationConfig = dataclasses.make_dataclass(
+    "SpeculativeTranslationConfig",
+    [("decoding", ChoiceEnum(decoder_names()), field(default="beam", metadata={"help": DECODING_HELP})),
+     *[_copy(f) for f in option_fields().values()]],
+    bases=(TranslationConfig,),
+)
 
 
 @register_task("speculative_translation", dataclass=SpeculativeTranslationConfig)
 class SpeculativeTranslationTask(TranslationTask):
     """Translation with a pluggable decoding algorithm (``--decoding``)."""
-
-    cfg: SpeculativeTranslationConfig
 
     extra_max_positions = None  # (source, target) limits of a loaded drafter
 
@@ -78,5 +57,6 @@ class SpeculativeTranslationTask(TranslationTask):
             return super().build_generator(models, args, seq_gen_cls, extra_gen_cls_kwargs, **kwargs)
         if decoding not in DECODERS:
             raise PluginError(f"unknown decoding {decoding!r}; choose from {', '.join(decoder_names())}")
-        build, _help = DECODERS[decoding]
-        return build(self, models, args, **kwargs)
+        entry = DECODERS[decoding]
+        options.check_unused_options(self.cfg, entry, option_fields())
+        return entry.build(self, models, args, entry.read_options(self.cfg))

@@ -1,0 +1,46 @@
+"""The one builder of the speculative decoders: checks fairseq's options, loads a drafter
+checkpoint when the decoder needs one, and returns a ``SpeculativeGenerator``."""
+import atexit
+
+from fairseq_plugins.decoding import options
+from fairseq_plugins.decoding.core import SpeculativeGenerator
+from fairseq_plugins_compat.errors import PluginError
+
+
+def build_speculative(task, models, args, name, drafter, opts, block_size, beta=1, tau=0.0):
+    """A generator for ``--decoding name`` with ``drafter`` (a ``drafters.Drafter``).
+
+    opts: the decoder's options (``options.DraftLengthOptions`` or a subclass);
+    block_size: k after the decoder's own default was applied."""
+    options.check_generation_args(args, name)
+    options.check_models_device(models)
+    if len(models) != 1:
+        raise PluginError(f"--decoding {name} verifies with one model; got an ensemble of {len(models)}")
+    cfg = options.speculative_config(args, block_size, beta, tau, adaptive=opts.draft_length == "adaptive")
+    options.report_as_greedy(args, name)
+    generator = SpeculativeGenerator(models[0], task.target_dictionary, drafter, cfg)
+    log_stats_at_exit(generator.stats, name)
+    return generator
+
+
+def log_stats_at_exit(stats, name):
+    """The decoder's statistics (iterations, tokens per iteration) are logged when the run ends."""
+    atexit.register(stats.log_summary, name)
+
+
+def load_drafter(task, verifier, path, decoding, block_size=None):
+    """Load a block drafter checkpoint onto the verifier's device/dtype and check that it
+    can serve the verifier (one line listing every problem otherwise)."""
+    from fairseq import checkpoint_utils
+
+    from fairseq_plugins.decoding.compatibility import check_compatibility
+
+    if not path:
+        raise PluginError(f"--decoding {decoding} needs --drafter-path (a block drafter checkpoint)")
+    models, _cfg, drafter_task = checkpoint_utils.load_model_ensemble_and_task([path])
+    drafter = models[0]
+    param = next(verifier.parameters())
+    drafter.to(device=param.device, dtype=param.dtype)
+    check_compatibility(drafter, verifier, drafter_task.target_dictionary, task.target_dictionary, block_size)
+    task.extra_max_positions = drafter.max_positions()
+    return drafter
