@@ -8,6 +8,16 @@ counted, floor(ratio * d) random block positions are revealed with their gold to
 the loss (label smoothed) is taken on the remaining ones.  The ratio anneals linearly
 (paper: 0.5 -> 0.3 over the run).  Validation draws prefixes with a fixed seed per
 batch and never glances, so ``glance_acc`` there is the drafter's block accuracy.
+
+Validation also simulates vanilla SpecDec against each valid target (unless
+``--no-spec-eval``): from p = 0, the drafter proposes its k-token argmax block after the
+prefix target[:p] (``model.propose``, the decoding core's distribution), the n leading
+tokens equal to target[p:p+k] are accepted plus one token of the verifier, p += n + 1, until
+the target and its eos are covered.  ``spec_tokens_per_iter`` = target tokens (eos included)
+/ iterations.  When the valid targets are the verifier's greedy translations (distill.sh,
+DISTILL_VALID=1, BEAM=1) this is exactly the tokens per iteration lossless SpecDec gets with
+k = block size (up to max-length caps): select checkpoints with
+``--best-checkpoint-metric spec_tokens_per_iter --maximize-best-checkpoint-metric``.
 """
 import math
 from dataclasses import dataclass, field
@@ -32,18 +42,21 @@ class GlancingBlockLossConfig(FairseqDataclass):
         default=0, metadata={"help": "updates over which the ratio anneals linearly; 0: --max-update "
                                      "(if that is 0 too, the ratio stays at the start value)"})
     valid_seed: int = field(default=1, metadata={"help": "seed of the prefix lengths drawn in validation"})
+    no_spec_eval: bool = field(
+        default=False, metadata={"help": "validation: do not simulate SpecDec (no spec_tokens_per_iter; faster)"})
     max_update: int = II("optimization.max_update")
 
 
 @register_criterion("glancing_block_loss", dataclass=GlancingBlockLossConfig)
 class GlancingBlockLoss(FairseqCriterion):
     def __init__(self, task, label_smoothing, glance_ratio_start, glance_ratio_end, glance_anneal_updates,
-                 valid_seed, max_update):
+                 valid_seed, max_update, no_spec_eval=False):
         super().__init__(task)
         self.eps = label_smoothing
         self.ratio_start, self.ratio_end = glance_ratio_start, glance_ratio_end
         self.anneal_updates = glance_anneal_updates or max_update or 0
         self.valid_seed = valid_seed
+        self.spec_eval = not no_spec_eval
 
     def glance_ratio(self, num_updates):
         return drafter_blocks.glance_ratio(num_updates, self.ratio_start, self.ratio_end, self.anneal_updates)
@@ -80,6 +93,10 @@ class GlancingBlockLoss(FairseqCriterion):
             "sample_size": max(n_loss, 1), "n_correct": int((extra["first_pass"].eq(gold) & valid).sum()),
             "n_revealed": int(reveal.sum()), "glance_ratio_sum": ratio * gold.size(0),
         }
+        if self.spec_eval and not model.training:
+            logging_output["spec_tokens"], logging_output["spec_iters"] = simulate_specdec(
+                model, net_input["src_tokens"], net_input["src_lengths"], sample["target"],
+                self.padding_idx, self.task.target_dictionary.eos())
         return loss, max(n_loss, 1), logging_output
 
     @staticmethod
@@ -99,7 +116,36 @@ class GlancingBlockLoss(FairseqCriterion):
         )
         metrics.log_scalar("glance_ratio", total("glance_ratio_sum") / max(nsentences, 1), nsentences, round=3)
         metrics.log_scalar("revealed", total("n_revealed") / max(ntokens, 1), ntokens, round=3)
+        if total("spec_iters") > 0:
+            metrics.log_scalar("_spec_tokens", total("spec_tokens"))
+            metrics.log_scalar("_spec_iters", total("spec_iters"))
+            metrics.log_derived(
+                "spec_tokens_per_iter",
+                lambda meters: round(meters["_spec_tokens"].sum / max(meters["_spec_iters"].sum, 1), 4),
+            )
 
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:
         return True
+
+
+@torch.no_grad()
+def simulate_specdec(model, src_tokens, src_lengths, target, pad, eos):
+    """Vanilla SpecDec against ``target`` (B, T) (right-padded, each row ends with eos), all
+    rows at once, each at its own position p.  Returns (target tokens incl. eos, iterations),
+    both summed over the batch."""
+    lengths = target.ne(pad).sum(1)
+    encoder_out = model.encoder(src_tokens, src_lengths=src_lengths)
+    p = torch.zeros_like(lengths)
+    iterations = 0
+    while True:
+        rows = (p < lengths).nonzero().squeeze(1)
+        if rows.numel() == 0:
+            return int(lengths.sum()), iterations
+        prefix, prefix_lengths, _ = drafter_blocks.make_blocks(target[rows], p[rows], 1, pad, eos)
+        k = max(1, min(model.block_size, model.decoder.max_positions() - int(prefix_lengths.max())))
+        _, _, gold = drafter_blocks.make_blocks(target[rows], p[rows], k, pad, eos)
+        draft = model.propose(model.encoder.reorder_encoder_out(encoder_out, rows), prefix, prefix_lengths, k)
+        accepted = (draft.eq(gold) & gold.ne(pad)).long().cumprod(1).sum(1)
+        p[rows] += accepted + 1
+        iterations += rows.numel()
