@@ -14,16 +14,16 @@ main() {
   . "$(dirname "$0")/lib/common.sh"
 
   # inputs / outputs
-  TEACHER=${TEACHER:-/work/runs/multi30k/teacher/checkpoint_avg.pt}   # several: space separated (ensemble)
-  VERIFIER_DATA=${VERIFIER_DATA:-/work/runs/multi30k/bin}            # has dict.$SRC.txt and dict.$TGT.txt
+  TEACHER=${TEACHER:-${RUNS:-/work/runs}/multi30k/teacher/checkpoint_avg.pt}   # several: space separated (ensemble)
+  VERIFIER_DATA=${VERIFIER_DATA:-${RUNS:-/work/runs}/multi30k/bin}            # has dict.$SRC.txt and dict.$TGT.txt
   # the teacher's dictionaries (its checkpoint saves a possibly relative data path: not used)
   TEACHER_DATA=${TEACHER_DATA:-$VERIFIER_DATA}
   TEACHER_USER_DIR=${TEACHER_USER_DIR:-}       # --user-dir of a teacher from another plugin
-  RAW=${RAW:-/work/runs/multi30k/spm}          # preprocessed text: $RAW/$SPLIT.$SRC / .$TGT
+  RAW=${RAW:-${RUNS:-/work/runs}/multi30k/spm}          # preprocessed text: $RAW/$SPLIT.$SRC / .$TGT
   SRC=${SRC:-en}; TGT=${TGT:-de}
   TRAIN=${TRAIN:-train}; VALID=${VALID:-valid}; TEST=${TEST:-test}   # test keeps its references
   DISTILL_VALID=${DISTILL_VALID:-1}            # 1: valid targets = teacher translations; 0: references
-  OUT=${OUT:-/work/runs/multi30k/distilled}   # writes $OUT/text and $OUT/bin
+  OUT=${OUT:-${RUNS:-/work/runs}/multi30k/distilled}   # writes $OUT/text and $OUT/bin
   # generation
   # BEAM=1: lossless SpecDec accepts exactly the verifier's greedy continuation, so a drafter
   # distilled from the verifier's greedy output learns what will be accepted. BEAM=5: the

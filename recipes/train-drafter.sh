@@ -11,19 +11,31 @@ main() {
   if [ -n "$SETTING" ]; then . "$REPO/recipes/settings/$SETTING.sh"; fi
 
   VERIFIER=${VERIFIER:-}                       # its encoder + embeddings initialise the drafter
+  DECODER_INIT=${DECODER_INIT:-first}          # with VERIFIER: first|last|none of its decoder layers
+  SHARE_ENCODER=${SHARE_ENCODER:-0}            # 1: the encoder IS the verifier's (frozen; decoding reuses it)
+  SPEC_EVAL=${SPEC_EVAL:-1}                    # 1: validation simulates SpecDec; best checkpoint by
+                                               #    spec_tokens_per_iter (0: by valid loss, faster)
   BLOCK_SIZE=${BLOCK_SIZE:-25}                 # k (paper: 25 base, 30 big)
   GLANCE_START=${GLANCE_START:-0.5}; GLANCE_END=${GLANCE_END:-0.3}   # annealed linearly over
   GLANCE_ANNEAL_UPDATES=${GLANCE_ANNEAL_UPDATES:-0}                  # these updates (0: MAX_UPDATE)
   export TASK=speculative_translation ARCH=${ARCH:-block_drafter}
   [ "$DRY_RUN" = 1 ] && export DRY_ARCH=block_drafter_tiny BLOCK_SIZE=4
-  local init=()
+  local init=() valid=()
   if [ -n "$VERIFIER" ]; then
     [ -s "$VERIFIER" ] || die "VERIFIER=$VERIFIER does not exist"
-    init=(--init-from-verifier "$VERIFIER")
+    init=(--init-from-verifier "$VERIFIER" --init-decoder-from-verifier "$DECODER_INIT")
+    if [ "$SHARE_ENCODER" = 1 ]; then init+=(--share-verifier-encoder); fi
+  elif [ "$SHARE_ENCODER" = 1 ]; then
+    die "SHARE_ENCODER=1 needs VERIFIER (the shared encoder is the verifier's)"
+  fi
+  if [ "$SPEC_EVAL" = 1 ]; then
+    valid=(--best-checkpoint-metric spec_tokens_per_iter --maximize-best-checkpoint-metric)
+  else
+    valid=(--no-spec-eval)
   fi
   bash "$REPO/recipes/train-at.sh" --criterion glancing_block_loss --block-size "$BLOCK_SIZE" \
     --glance-ratio-start "$GLANCE_START" --glance-ratio-end "$GLANCE_END" \
-    --glance-anneal-updates "$GLANCE_ANNEAL_UPDATES" "${init[@]}" "$@"
+    --glance-anneal-updates "$GLANCE_ANNEAL_UPDATES" "${init[@]}" "${valid[@]}" "$@"
 }
 main "$@"
 exit

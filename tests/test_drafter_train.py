@@ -77,3 +77,21 @@ def test_validation_drafter_bleu(reverse_data, tmp_path):
                         "--eval-bleu-args", '{"max_len_a": 1.2, "max_len_b": 10}',
                         "--validate-interval", "1", "--max-epoch", "2")
     assert re.search(r"valid on 'valid' subset .*bleu [\d.]+", log), log[-3000:]
+
+
+@pytest.mark.slow
+def test_console_training_with_the_shared_frozen_encoder_and_spec_eval(reverse_data, tiny_checkpoint, tmp_path):
+    from fairseq_plugins.models.drafter_init import encoder_fingerprint
+
+    log = train_drafter(reverse_data, tmp_path, 30, "--init-from-verifier", tiny_checkpoint, "--share-verifier-encoder",
+                        "--best-checkpoint-metric", "spec_tokens_per_iter", "--maximize-best-checkpoint-metric",
+                        "--validate-interval", "1", "--save-interval", "1", "--max-epoch", "2")
+    per_iter = [float(v) for v in re.findall(r"valid on 'valid' subset .*spec_tokens_per_iter ([\d.]+)", log)]
+    assert per_iter and all(1.0 <= v <= 5.0 for v in per_iter), log[-3000:]  # k = 4: at most k + 1
+    assert "drafter decoder layers from" in log and "copied [" in log
+    best = torch.load(tmp_path / "checkpoint_best.pt", weights_only=False)
+    assert best["cfg"]["model"].share_verifier_encoder and best["cfg"]["checkpoint"]["best_checkpoint_metric"] == "spec_tokens_per_iter"
+    models, cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(tmp_path / "checkpoint_last.pt")])
+    verifier = checkpoint_utils.load_model_ensemble_and_task([str(tiny_checkpoint)])[0][0]
+    assert cfg.model.verifier_encoder_fingerprint == encoder_fingerprint(verifier.encoder)
+    assert encoder_fingerprint(models[0].encoder) == encoder_fingerprint(verifier.encoder)  # frozen while training
