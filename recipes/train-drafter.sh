@@ -15,6 +15,7 @@ main() {
   SHARE_ENCODER=${SHARE_ENCODER:-0}            # 1: the encoder IS the verifier's (frozen; decoding reuses it)
   SPEC_EVAL=${SPEC_EVAL:-1}                    # 1: validation simulates SpecDec; best checkpoint by
                                                #    spec_tokens_per_iter (0: by valid loss, faster)
+  SPEC_EVAL_STRIDE=${SPEC_EVAL_STRIDE:-1}      # simulate on every N-th valid sentence (of each batch)
   BLOCK_SIZE=${BLOCK_SIZE:-25}                 # k (paper: 25 base, 30 big)
   GLANCE_START=${GLANCE_START:-0.5}; GLANCE_END=${GLANCE_END:-0.3}   # annealed linearly over
   GLANCE_ANNEAL_UPDATES=${GLANCE_ANNEAL_UPDATES:-0}                  # these updates (0: MAX_UPDATE)
@@ -29,7 +30,8 @@ main() {
     die "SHARE_ENCODER=1 needs VERIFIER (the shared encoder is the verifier's)"
   fi
   if [ "$SPEC_EVAL" = 1 ]; then
-    valid=(--best-checkpoint-metric spec_tokens_per_iter --maximize-best-checkpoint-metric)
+    valid=(--best-checkpoint-metric spec_tokens_per_iter --maximize-best-checkpoint-metric
+           --spec-eval-stride "$SPEC_EVAL_STRIDE")
   else
     valid=(--no-spec-eval)
   fi

@@ -90,6 +90,10 @@ def test_validation_logs_spec_tokens_per_iter(setting):
     logged = criterion_metrics(drafter, dictionary, sample)
     assert logged["spec_tokens_per_iter"] == round(tokens / iterations, 4)
     assert "spec_tokens_per_iter" not in criterion_metrics(drafter, dictionary, sample, no_spec_eval=True)
+    every_other = [targets[i] for i in range(0, len(targets), 2)]
+    tokens, iterations = one_by_one(drafter, src[::2], src_lengths[::2], every_other, dictionary.pad(), dictionary.eos())
+    logged = criterion_metrics(drafter, dictionary, sample, spec_eval_stride=2)
+    assert logged["spec_tokens_per_iter"] == round(tokens / iterations, 4)
 
 
 class GoldDrafter:

@@ -44,19 +44,22 @@ class GlancingBlockLossConfig(FairseqDataclass):
     valid_seed: int = field(default=1, metadata={"help": "seed of the prefix lengths drawn in validation"})
     no_spec_eval: bool = field(
         default=False, metadata={"help": "validation: do not simulate SpecDec (no spec_tokens_per_iter; faster)"})
+    spec_eval_stride: int = field(
+        default=1, metadata={"help": "validation: simulate SpecDec on every N-th sentence of each batch only (faster)"})
     max_update: int = II("optimization.max_update")
 
 
 @register_criterion("glancing_block_loss", dataclass=GlancingBlockLossConfig)
 class GlancingBlockLoss(FairseqCriterion):
     def __init__(self, task, label_smoothing, glance_ratio_start, glance_ratio_end, glance_anneal_updates,
-                 valid_seed, max_update, no_spec_eval=False):
+                 valid_seed, max_update, no_spec_eval=False, spec_eval_stride=1):
         super().__init__(task)
         self.eps = label_smoothing
         self.ratio_start, self.ratio_end = glance_ratio_start, glance_ratio_end
         self.anneal_updates = glance_anneal_updates or max_update or 0
         self.valid_seed = valid_seed
         self.spec_eval = not no_spec_eval
+        self.spec_eval_stride = max(1, spec_eval_stride)
 
     def glance_ratio(self, num_updates):
         return drafter_blocks.glance_ratio(num_updates, self.ratio_start, self.ratio_end, self.anneal_updates)
@@ -94,8 +97,9 @@ class GlancingBlockLoss(FairseqCriterion):
             "n_revealed": int(reveal.sum()), "glance_ratio_sum": ratio * gold.size(0),
         }
         if self.spec_eval and not model.training:
+            rows = slice(None, None, self.spec_eval_stride)
             logging_output["spec_tokens"], logging_output["spec_iters"] = simulate_specdec(
-                model, net_input["src_tokens"], net_input["src_lengths"], sample["target"],
+                model, net_input["src_tokens"][rows], net_input["src_lengths"][rows], sample["target"][rows],
                 self.padding_idx, self.task.target_dictionary.eos())
         return loss, max(n_loss, 1), logging_output
 
