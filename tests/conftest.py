@@ -12,6 +12,8 @@ from pathlib import Path
 
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
+# decoders defined by the test suite register like the plugin's own (also in the console scripts run)
+os.environ["FAIRSEQ_PLUGINS_DECODERS"] = str(Path(__file__).resolve().parent / "decoders" / "repeat_last.py")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
