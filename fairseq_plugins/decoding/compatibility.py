@@ -81,13 +81,30 @@ def block_size_problems(drafter, block_size: Optional[int]) -> List[str]:
             f"block size {trained} (use --block-size <= {trained} or another drafter)"]
 
 
+def encoder_problems(drafter, verifier) -> List[str]:
+    """A drafter trained on a verifier's (frozen) encoder reads that verifier's encoder
+    output at decode time: it must be the same encoder (weights fingerprint)."""
+    args = getattr(drafter, "args", None)
+    expected = getattr(args, "verifier_encoder_fingerprint", None)
+    if not getattr(args, "share_verifier_encoder", False) or expected is None:
+        return []
+    from fairseq_plugins.models.drafter_init import encoder_fingerprint
+
+    found = encoder_fingerprint(verifier.encoder)
+    if found != expected:
+        return [f"the drafter shares the encoder of the verifier it was trained with (fingerprint {expected}); "
+                f"this verifier's encoder differs ({found})"]
+    return []
+
+
 def check_compatibility(drafter, verifier, drafter_dict, verifier_dict, block_size: Optional[int] = None):
     """Raise :class:`IncompatibleModelsError` listing every mismatch, or return None.
 
     Checks: identical dictionaries (symbols and bos/pad/eos/unk indices), model
     embeddings sized to their dictionary, a drafter with ``propose``/``block_size`` and a
     verifier with an incremental decoder, max positions (drafter >= verifier on source
-    and target), and the block size asked for against the one the drafter was trained with.
+    and target), the block size asked for against the one the drafter was trained with, and
+    for a drafter that shares its verifier's encoder, that encoder (weights fingerprint).
     """
     problems = dictionary_problems(drafter_dict, verifier_dict)
     problems += model_problems(drafter, verifier, drafter_dict, verifier_dict)
@@ -96,5 +113,6 @@ def check_compatibility(drafter, verifier, drafter_dict, verifier_dict, block_si
     except (AttributeError, TypeError, ValueError) as error:
         problems.append(f"cannot compare max positions: {error}")
     problems += block_size_problems(drafter, block_size)
+    problems += encoder_problems(drafter, verifier)
     if problems:
         raise IncompatibleModelsError(problems)

@@ -26,19 +26,26 @@ class SpecDecOptions(DrafterModelOptions):
 
 
 class BlockDrafter(Drafter):
-    """Adapts a trained block NAT drafter model (``propose(encoder_out, prefix, lengths, k)``)."""
+    """Adapts a trained block NAT drafter model (``propose(encoder_out, prefix, lengths, k)``).
+
+    A drafter trained with ``--share-verifier-encoder`` reads the verifier's encoder output
+    (the core encodes once); any other runs its own encoder once per batch."""
 
     def __init__(self, model):
         self.model = model
         model.eval()
         self.encoder_out = None
+        self.uses_verifier_encoder = bool(getattr(getattr(model, "args", None), "share_verifier_encoder", False))
 
     def start(self, batch):
         src_tokens = batch.src_tokens
         max_source = self.model.max_positions()[0] if isinstance(self.model.max_positions(), tuple) else None
         if max_source is not None and src_tokens.size(1) > max_source:
             raise PluginError(f"input of {src_tokens.size(1)} tokens is longer than the drafter's max source positions ({max_source})")
-        self.encoder_out = self.model.encoder(src_tokens, src_lengths=batch.src_lengths)
+        if self.uses_verifier_encoder and batch.encoder_out is not None:
+            self.encoder_out = batch.encoder_out
+        else:
+            self.encoder_out = self.model.encoder(src_tokens, src_lengths=batch.src_lengths)
 
     def propose(self, tokens, lengths, k):
         prefix = tokens[:, : int(lengths.max())]
