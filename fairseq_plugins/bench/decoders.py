@@ -7,6 +7,8 @@ to the spec before it, so ``specdec++:beta=5,tau=3,iad`` is two specs.
 - ``beamN`` (``beam1``: greedy, ``beam5``): fairseq's own SequenceGenerator, ``--beam N``.
 - any name registered with ``--decoding`` (specdec, specdec++, iad, jacobi, gs-jacobi,
   hybrid-jacobi, drafter-only): the plugin's decoder, built by the task.
+- ``oracle`` (``oracle:k=10``) and ``bound``: reference rows of the harness that replay the
+  greedy outputs of ``beam1`` (see ``bench.oracle``).
 
 Option keys, their aliases, which decoders need a drafter and the default list all come
 from the decoder registry (``fairseq_plugins.decoding.registry``).
@@ -17,6 +19,9 @@ from typing import Dict, List, Optional
 
 from fairseq_plugins_compat.errors import PluginError
 
+# harness-only rows replaying beam1's greedy outputs (bench.oracle): name -> what it is
+REFERENCE_ROWS = {"oracle": "the speculative core with a drafter that drafts the greedy output (k tokens)",
+                  "bound": "encoder + one teacher-forced verifier pass over the greedy output"}
 
 
 def default_decoders() -> str:
@@ -38,6 +43,11 @@ class DecoderSpec:
     @property
     def is_greedy(self) -> bool:
         return self.decoding == "beam" and self.beam == 1
+
+    @property
+    def replays_greedy(self) -> bool:
+        """``oracle`` and ``bound``: built from beam1's outputs, not by the task."""
+        return self.decoding in REFERENCE_ROWS
 
 
 def split_specs(text: str) -> List[str]:
@@ -70,10 +80,10 @@ def parse_spec(text: str, known: List[str]) -> DecoderSpec:
     match = re.fullmatch(r"beam(\d+)", name)
     if match:
         spec = DecoderSpec(text, "beam", beam=int(match.group(1)))
-    elif name in known and name != "beam":
+    elif (name in known or name in REFERENCE_ROWS) and name != "beam":
         spec = DecoderSpec(text, name)
     else:
-        choices = ", ".join(["beamN (beam1, beam5, ...)", *[n for n in known if n != "beam"]])
+        choices = ", ".join(["beamN (beam1, beam5, ...)", *[n for n in known if n != "beam"], *REFERENCE_ROWS])
         raise PluginError(f"--decoders: unknown decoder {name!r}; choose from {choices}")
     keys = _option_keys(spec.decoding)
     for item in filter(None, opts.split(",")):
@@ -85,6 +95,9 @@ def parse_spec(text: str, known: List[str]) -> DecoderSpec:
         spec.options[keys[key]] = _value(value.strip())
     if spec.beam < 1:
         raise PluginError(f"--decoders: {text!r}: the beam size must be >= 1")
+    block_size = spec.options.get("block_size", 1) if spec.decoding == "oracle" else 1
+    if not isinstance(block_size, int) or block_size < 1:
+        raise PluginError(f"--decoders: {text!r}: k must be an integer >= 1")
     return spec
 
 
@@ -92,9 +105,12 @@ def _option_keys(decoding: str) -> Dict[str, str]:
     """Spec key (option name or alias) -> task option, for the options ``decoding`` reads."""
     from fairseq_plugins.decoding.registry import DECODERS, option_aliases
 
-    if decoding not in DECODERS:
+    if decoding == "oracle":
+        own = {"block_size"}
+    elif decoding not in DECODERS:
         return {}
-    own = set(DECODERS[decoding].option_names())
+    else:
+        own = set(DECODERS[decoding].option_names())
     return {key: name for key, name in option_aliases().items() if name in own}
 
 

@@ -150,10 +150,10 @@ class FairseqEngine:
         if "steps" in hypo:
             steps = int(hypo["steps"])
             accepted = sum(hypo["accepted_per_iteration"]) if "accepted_per_iteration" in hypo else len(tokens)
-            return Output(symbols, steps, int(accepted))
+            return Output(symbols, steps, int(accepted), tokens)
         if greedy:  # one decoder step per output token, EOS included
-            return Output(symbols, len(tokens), len(tokens))
-        return Output(symbols)
+            return Output(symbols, len(tokens), len(tokens), tokens)
+        return Output(symbols, tokens=tokens)
 
 
 def hardware(device: str, threads: int) -> Dict[str, object]:

@@ -14,32 +14,49 @@ speedups vs greedy (``beam1``) and beam-5 (ratios of median latencies and of tot
 iterations per sentence and tokens accepted per iteration, sacreBLEU of the detokenized
 output, and the number of sentences whose output differs from greedy's.  With the
 ``ctranslate2`` package installed, CTranslate2 greedy and beam-5 rows are added.
+
+Two reference rows replay ``beam1``'s greedy outputs (``bench.oracle``): ``oracle``
+(``oracle:k=10``), the speculative core with a drafter that always drafts the greedy
+continuation, and ``bound``, the encoder plus one teacher-forced verifier pass per sentence.
+``--profile`` splits one iteration of every speculative row into encoder / drafter /
+verifier / accept, in greedy steps (``bench.profile``).
+
 Any other option is passed on to fairseq-generate's parser (``--source-lang``,
-``--max-len-b``, ``--lenpen``, ``--tokenizer moses``, ``--iad-match-length``...).
+``--max-len-a``/``--max-len-b``, ``--lenpen``, ``--tokenizer moses``...) and applies to every
+row: fairseq's beam rows, the plugin's decoders and ``oracle``.
 """
 import argparse
 import sys
+from dataclasses import dataclass, field
 from typing import Dict, List, Tuple
 
 from fairseq_plugins_compat.errors import PluginError
 
 from fairseq_plugins.bench.decoders import default_decoders, missing_inputs, parse_decoders
 
+EPILOG = ("Other options go to fairseq-generate's parser and apply to every row, e.g. --max-len-a A --max-len-b B "
+          "(the output length cap, as fairseq-generate: at most A * source length + B tokens), --lenpen, "
+          "--source-lang; the decoders' own options (--block-size, --beta, --tau, --hybrid-length...) apply to "
+          "every decoder unless a spec sets them (name:key=value).  oracle, bound and --profile need beam1 in "
+          "--decoders (it runs first).")
+
 
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m fairseq_plugins.bench.latency", description=__doc__.split("\n\n")[0],
-        epilog="Other options go to fairseq-generate's parser; the decoders' own options (--block-size, --beta, "
-               "--tau, --hybrid-length...) apply to every decoder unless a spec sets them (name:key=value).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter, allow_abbrev=False)
+        epilog=EPILOG, formatter_class=argparse.ArgumentDefaultsHelpFormatter, allow_abbrev=False)
     add = parser.add_argument
     add("data", help="binarized data directory (fairseq-preprocess output) with the test split")
     add("--path", required=True, help="verifier checkpoint (a fairseq autoregressive model)")
     add("--drafter-path", help="block NAT drafter checkpoint (specdec, specdec++, drafter-only)")
     add("--decoders", default=default_decoders(),
         help="comma-separated specs: beamN (fairseq's search), or a --decoding name, optionally with "
-             "options, e.g. specdec++:beta=5,tau=3 or gs-jacobi:block=4")
+             "options, e.g. specdec++:beta=5,tau=3 or gs-jacobi:block=4; oracle[:k=10] (the core with a drafter "
+             "drafting the greedy output) and bound (encoder + one teacher-forced verifier pass) replay beam1")
     add("--batch-sizes", default="1", help="comma-separated batch sizes to sweep (1: latency setting)")
+    add("--profile", action="store_true",
+        help="one extra untimed pass per speculative row (plugin decoders, oracle) timing its parts: the cost of "
+             "one iteration as encoder (amortised) / drafter / verifier / accept, in greedy steps (needs beam1)")
     add_shared_options(add, threads_help="CPU threads for torch (torch.set_num_threads) and CTranslate2")
     add("--no-ctranslate2", action="store_true", help="no CTranslate2 rows even if the package is installed")
     add("--ct2-dir", help="keep (and reuse) the CTranslate2 conversion here; None: a temporary folder")
@@ -76,11 +93,36 @@ def parse_args(argv=None) -> Tuple[argparse.Namespace, List[str]]:
 
 def check_args(args):
     """Every problem with the options at once."""
+    from fairseq_plugins.decoding.registry import decoder_names
+
     problems = shared_problems(args)
     if not args.batch_sizes or min(args.batch_sizes) < 1:
         problems.append("--batch-sizes must be positive integers")
+    problems += decoder_problems(parse_decoders(args.decoders, decoder_names()), args.profile)
     if problems:
         raise PluginError("; ".join(problems))
+
+
+def decoder_problems(specs, profile: bool) -> List[str]:
+    """What is wrong with combining these decoder specs (and ``--profile``)."""
+    has_greedy = any(spec.is_greedy for spec in specs)
+    replaying = [spec.label for spec in specs if spec.replays_greedy]
+    problems = []
+    if replaying and not has_greedy:
+        problems.append(f"{', '.join(replaying)}: need beam1 in --decoders (they replay its greedy outputs)")
+    if profile and not has_greedy:
+        problems.append("--profile needs beam1 in --decoders (costs are in greedy-step units)")
+    if profile and not any(profiled(spec) for spec in specs):
+        problems.append("--profile: no decoder in --decoders has iterations to profile (beamN, bound and "
+                        "CTranslate2 rows are not profiled; add a speculative decoder or oracle)")
+    return problems
+
+
+def profiled(spec) -> bool:
+    """Rows of the speculative core (the plugin's decoders, oracle) are profiled."""
+    from fairseq_plugins.decoding.registry import DECODERS
+
+    return spec.decoding in DECODERS or spec.decoding == "oracle"
 
 
 def shared_problems(args) -> List[str]:
@@ -108,10 +150,12 @@ def progress_bar(args, total: int, desc: str):
 
 
 def time_engine(args, label, engine_name, run, convert, batches_by_size, ids, detokenize, refs, found):
-    """Warm up and time one decoder at every batch size; rows go to ``found``."""
+    """Warm up and time one decoder at every batch size; rows go to ``found``.
+    Returns batch size -> sentence id -> ``timing.SentenceResult``."""
     from fairseq_plugins.bench import summary, timing
 
     rows, outputs = found
+    timed = {}
     for bs, batches in batches_by_size.items():
         timing.warm_up(run, batches, args.warmup, args.device)
         with progress_bar(args, len(ids), f"{label} (batch {bs})") as bar:
@@ -120,24 +164,95 @@ def time_engine(args, label, engine_name, run, convert, batches_by_size, ids, de
                                 detokenize, refs)
         rows.append(row)
         outputs[summary.row_key(row)] = {i: r.output.symbols for i, r in results.items()}
+        timed[bs] = results
+    return timed
 
 
-def run_fairseq_decoders(args, engine, specs, batches_by_size, ids, refs, found, skipped):
-    """Every plugin/fairseq decoder; ones whose inputs are missing are skipped."""
-    for spec in specs:
-        reason = missing_inputs(spec, args.drafter_path)
-        generator = None
-        if reason is None:
-            try:
-                generator = engine.build_generator(spec, args.drafter_path)
-            except (PluginError, FileNotFoundError, OSError) as error:
-                reason = f"cannot build the generator: {error}"
-        if reason is not None:
-            say(f"skipping {spec.label}: {reason}")
-            skipped.append({"decoder": spec.label, "reason": reason})
+@dataclass
+class Session:
+    """What the fairseq rows share (engine, batches, references) and what they found."""
+
+    args: argparse.Namespace
+    engine: object  # fairseq_engine.FairseqEngine
+    batches_by_size: Dict[int, list]
+    ids: List[int]
+    refs: object  # sentence id -> detokenized reference, or None
+    rows: List[dict] = field(default_factory=list)
+    outputs: Dict[tuple, dict] = field(default_factory=dict)  # row key -> id -> output symbols
+    skipped: List[dict] = field(default_factory=list)
+    greedy: Dict[int, dict] = field(default_factory=dict)  # batch size -> id -> beam1's output token ids
+    passes: list = field(default_factory=list)  # profile.ProfilePass of each profiled row and batch size
+
+    def time(self, label, run, convert, bs, batches):
+        return time_engine(self.args, label, "fairseq", run, convert, {bs: batches}, self.ids,
+                           self.engine.detokenize, self.refs, (self.rows, self.outputs))[bs]
+
+    def skip(self, label, reason):
+        say(f"skipping {label}: {reason}")
+        self.skipped.append({"decoder": label, "reason": reason})
+
+
+def run_fairseq_decoders(session: Session, specs):
+    """Every plugin/fairseq decoder, beam1 first (oracle, bound and --profile use its
+    outputs and time); rows in --decoders order; ones whose inputs are missing are skipped."""
+    for spec in sorted(specs, key=lambda s: not s.is_greedy):
+        if spec.decoding == "bound":
+            run_bound(session, spec)
             continue
-        time_engine(args, spec.label, "fairseq", engine.runner(generator), engine.outputs(spec),
-                    batches_by_size, ids, engine.detokenize, refs, found)
+        generator, drafter = build_generator(session, spec)
+        if generator is not None:
+            run_generator(session, spec, generator, drafter)
+    order = {spec.label: n for n, spec in enumerate(specs)}
+    session.rows.sort(key=lambda row: order[row["decoder"]])
+
+
+def build_generator(session: Session, spec):
+    """(generator, the oracle's drafter or None); (None, None) when the row is skipped."""
+    from fairseq_plugins.bench import oracle
+
+    args, engine = session.args, session.engine
+    reason = missing_inputs(spec, args.drafter_path)
+    if reason is None:
+        try:
+            if spec.decoding == "oracle":
+                return oracle.build_oracle(engine, spec)
+            return engine.build_generator(spec, args.drafter_path), None
+        except (PluginError, FileNotFoundError, OSError) as error:
+            reason = f"cannot build the generator: {error}"
+    session.skip(spec.label, reason)
+    return None, None
+
+
+def run_generator(session: Session, spec, generator, oracle_drafter=None):
+    """Time one generator at every batch size (then profile it with --profile)."""
+    from fairseq_plugins.bench import oracle, profile
+
+    engine, args = session.engine, session.args
+    run, convert = engine.runner(generator), engine.outputs(spec)
+    for bs, batches in session.batches_by_size.items():
+        if oracle_drafter is not None:
+            oracle_drafter.targets = oracle.oracle_targets(engine, session.greedy[bs])
+        results = session.time(spec.label, run, convert, bs, batches)
+        if spec.is_greedy:
+            session.greedy[bs] = {i: r.output.tokens for i, r in results.items()}
+        if args.profile and profile.can_profile(generator):
+            session.passes.append(profile.profile_pass(spec.label, bs, generator, run, batches, args.device))
+        elif args.profile and profiled(spec):
+            say(f"--profile: {spec.label} is not profiled (its generator is not the speculative core)")
+
+
+def run_bound(session: Session, spec):
+    """The ``bound`` row: encoder + one teacher-forced verifier pass over beam1's output."""
+    from fairseq_plugins.bench import oracle
+
+    try:
+        bound = oracle.TeacherForcedBound(session.engine)
+    except PluginError as error:
+        session.skip(spec.label, str(error))
+        return
+    for bs, batches in session.batches_by_size.items():
+        greedy = session.greedy[bs]
+        session.time(spec.label, bound.runner(), bound.outputs(greedy), bs, bound.batches(batches, greedy))
 
 
 def run_ctranslate2(args, engine, batches_by_size, ids, refs, found) -> Dict[str, object]:
@@ -173,7 +288,7 @@ def benchmark(args, extra) -> dict:
     """Load once, time every decoder, compare; the result behind all outputs."""
     import torch
 
-    from fairseq_plugins.bench import fairseq_engine, summary
+    from fairseq_plugins.bench import fairseq_engine, profile, summary
     from fairseq_plugins.decoding.registry import decoder_names
 
     torch.set_num_threads(args.threads)
@@ -187,17 +302,20 @@ def benchmark(args, extra) -> dict:
     if not ids:
         raise PluginError(f"{args.data}: no sentence of the {args.gen_subset} split to decode")
     batches_by_size = {bs: engine.batches(ids, bs) for bs in args.batch_sizes}
-    refs = engine.references(ids)
-    rows, outputs, skipped = [], {}, []
-    found = (rows, outputs)  # filled by the runs: rows, and row key -> id -> output symbols
-    run_fairseq_decoders(args, engine, specs, batches_by_size, ids, refs, found, skipped)
-    ct2_status = run_ctranslate2(args, engine, batches_by_size, ids, refs, found)
-    summary.add_comparisons(rows, outputs)
+    session = Session(args, engine, batches_by_size, ids, engine.references(ids))
+    run_fairseq_decoders(session, specs)
+    rows = session.rows
+    ct2_status = run_ctranslate2(args, engine, batches_by_size, ids, session.refs, (rows, session.outputs))
+    summary.add_comparisons(rows, session.outputs)
     hardware = {**fairseq_engine.hardware(args.device, args.threads), "fp16": args.fp16}
     settings = {"data": args.data, "path": args.path, "drafter_path": args.drafter_path, "gen_subset": args.gen_subset,
                 "sentences": len(ids), "too_long": too_long, "warmup": args.warmup, "batch_sizes": args.batch_sizes,
-                "decoders": [s.label for s in specs], "post_process": args.post_process, "fairseq_args": extra}
-    return {"hardware": hardware, "settings": settings, "rows": rows, "skipped": skipped, "ctranslate2": ct2_status}
+                "decoders": [s.label for s in specs], "post_process": args.post_process, "fairseq_args": extra,
+                "profile": args.profile}
+    found_profile = (profile.summarize_all(session.passes, rows, batches_by_size, summary.GREEDY)
+                     if args.profile else None)
+    return {"hardware": hardware, "settings": settings, "rows": rows, "skipped": session.skipped,
+            "ctranslate2": ct2_status, "profile": found_profile}
 
 
 def main(argv=None) -> dict:

@@ -53,7 +53,35 @@ def markdown(result: dict) -> str:
         notes.append(f"- CTranslate2: skipped ({ct2['reason']})")
     if notes:
         lines += ["", *notes]
+    if result.get("profile") is not None:
+        lines += ["", *profile_table(result["profile"])]
     return "\n".join(lines) + "\n"
+
+
+PROFILE_COLUMNS = ("decoder", "batch", "iterations", "greedy steps / iteration", "encoder", "drafter", "verifier",
+                   "accept", "other", "profiled", "measured", "greedy step ms")
+
+
+def profile_table(entries: List[dict]) -> List[str]:
+    """The --profile table: one iteration's cost in greedy steps, split into its parts."""
+    lines = ["## Cost of one iteration (greedy steps)", "",
+             "One greedy step = `beam1`'s total time / its decoder steps (output tokens with EOS; at batch size "
+             "B > 1 the longest output of each batch).  Measured on one extra untimed pass with the core's "
+             "sections timed (CUDA synchronised): encoder = once per batch (verifier encoder, its cache, the "
+             "drafter's start), amortised as the pass's encoder time / its iterations; drafter = propose + update; "
+             "verifier = one pass over the pending token + the draft; accept = acceptance, appending, cache "
+             "rollback, retiring rows; other = the rest of the pass; profiled = the pass's time / iterations; "
+             "measured = the timed row's total time / the same iterations.  Speedup vs greedy (total) = "
+             "greedy steps per iteration / measured.", ""]
+    if not entries:
+        return lines + ["No row was profiled (the speculative rows were skipped, or are not the speculative core)."]
+    lines += ["| " + " | ".join(PROFILE_COLUMNS) + " |", "|" + "---|" * len(PROFILE_COLUMNS)]
+    for e in entries:
+        cells = [e["decoder"], str(e["batch_size"]), str(e["iterations"]), _num(e["greedy_steps_per_iteration"]),
+                 *[_num(e[name]) for name in ("encoder", "drafter", "verifier", "accept", "other", "profiled",
+                                              "measured")], _num(e["greedy_step_ms"], "{:.3f}")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def plot(result: dict, path: str):

@@ -44,6 +44,7 @@ def summarize(label: str, engine: str, batch_size: int, results: Dict[int, Sente
         "bleu": bleu(texts, [references[i] for i in ids] if references is not None else None),
         "latencies_ms": latencies,
         "iterations": [results[i].output.steps for i in ids],
+        "output_lengths": [len(results[i].output.symbols) for i in ids],  # tokens, EOS excluded
         "ids": ids,
     }
     return row

@@ -28,6 +28,7 @@ class Output:
     symbols: List[str]
     steps: Optional[int] = None  # decoder iterations; None when unknown (beam search)
     accepted: Optional[int] = None  # tokens produced in those iterations (EOS included)
+    tokens: Optional[List[int]] = None  # output token ids, EOS included (fairseq engines)
 
 
 @dataclass

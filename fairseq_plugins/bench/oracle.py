@@ -1,0 +1,126 @@
+"""Two reference rows of the latency harness, both replaying the greedy (``beam1``) outputs:
+
+- ``oracle`` (``oracle:k=10``): the speculative core (``decoding.core``) with a free drafter
+  that drafts the verifier's own greedy continuation, k tokens per iteration (fixed length;
+  the oracle never fails).  The best any drafter can do through this core: its time is the
+  core's cost at about ceil(tokens / (k + 1)) iterations per sentence.
+- ``bound``: per batch, the verifier's encoder and ONE teacher-forced decoder pass over the
+  greedy output (full forward, no incremental state): the lower bound of any
+  draft-then-verify decoder.  Its output is the greedy output, in one iteration.
+"""
+from typing import Callable, Dict, List, Tuple
+
+import torch
+from torch import Tensor
+
+from fairseq_plugins.bench.timing import Batch, Output
+from fairseq_plugins.decoding.drafters import BatchStart, Drafter
+from fairseq_plugins_compat.errors import PluginError
+
+ORACLE_BLOCK_SIZE = 10  # k of ``oracle`` without ``:k=``
+GreedyOutputs = Dict[int, List[int]]  # sentence id -> greedy output token ids, EOS included
+
+
+class OracleDrafter(Drafter):
+    """Drafts each row's greedy continuation, found by the row's source sentence.
+
+    targets: source token ids (pad removed, EOS included) -> greedy output (1-D long tensor
+    on the decoding device, EOS included).  Unknown sources are a PluginError.
+    """
+
+    def __init__(self, targets: Dict[Tuple[int, ...], Tensor], src_pad: int, tgt_pad: int):
+        self.targets, self.src_pad, self.tgt_pad = targets, src_pad, tgt_pad
+        self.outputs = None  # (B, W + 1) greedy outputs of the active rows, pad after (at least one pad)
+
+    def start(self, batch: BatchStart):
+        rows = []
+        for source in batch.src_tokens.tolist():
+            key = tuple(t for t in source if t != self.src_pad)
+            if key not in self.targets:
+                raise PluginError("oracle: no greedy output for a source sentence of this batch "
+                                  "(the oracle only decodes the sentences whose beam1 output it was given)")
+            rows.append(self.targets[key])
+        width = max(len(row) for row in rows) + 1
+        outputs = rows[0].new_full((len(rows), width), self.tgt_pad)
+        for i, row in enumerate(rows):
+            outputs[i, : len(row)] = row
+        self.outputs = outputs
+
+    def propose(self, tokens: Tensor, lengths: Tensor, k: int) -> Tensor:
+        """(B, k): greedy tokens ``lengths - 1`` .. ``lengths + k - 2`` of each row (the
+        ``lengths - 1`` output tokens so far are its first ones), pad past its end."""
+        columns = (lengths - 1).unsqueeze(1) + torch.arange(k, device=lengths.device).unsqueeze(0)
+        return self.outputs.gather(1, columns.clamp(max=self.outputs.size(1) - 1))
+
+    def keep_rows(self, rows: Tensor):
+        self.outputs = self.outputs[rows]
+
+
+def oracle_targets(engine, greedy: GreedyOutputs) -> Dict[Tuple[int, ...], Tensor]:
+    """The oracle's table: each sentence's source ids -> its greedy output (a tensor on the
+    engine's device).  Identical sources share one entry (greedy decodes them alike)."""
+    return {tuple(engine.dataset[i]["source"].tolist()): torch.tensor(tokens, device=engine.device)
+            for i, tokens in greedy.items()}
+
+
+def build_oracle(engine, spec):
+    """The ``oracle`` generator (a ``SpeculativeGenerator``, fixed draft length k, lossless
+    acceptance, fairseq's length options from ``engine.cfg.generation``) and its drafter,
+    whose ``targets`` are set per batch size before decoding."""
+    from fairseq_plugins.decoding.builder import build_speculative
+    from fairseq_plugins.decoding.options import DraftLengthOptions
+
+    block_size = spec.options.get("block_size", ORACLE_BLOCK_SIZE)
+    drafter = OracleDrafter({}, engine.src_dict.pad(), engine.tgt_dict.pad())
+    opts = DraftLengthOptions(block_size=block_size, draft_length="fixed")
+    engine.cfg.generation.beam = 1
+    generator = build_speculative(engine.task, engine.models, engine.cfg.generation, "oracle", drafter, opts,
+                                  block_size)
+    return generator, drafter
+
+
+class TeacherForcedBound:
+    """The ``bound`` row: encoder + one full decoder pass over the greedy output per batch."""
+
+    def __init__(self, engine):
+        if len(engine.models) != 1:
+            raise PluginError(f"bound: one verifier model expected, got an ensemble of {len(engine.models)}")
+        self.model = engine.models[0]
+        self.tgt_dict = engine.tgt_dict
+
+    def batches(self, batches: List[Batch], greedy: GreedyOutputs) -> List[Batch]:
+        """The same batches with ``prev_output_tokens`` (B, T): EOS + greedy output without its
+        final EOS, right-padded, on the source's device (built here, outside the clock)."""
+        from fairseq.data import data_utils
+
+        eos, pad = self.tgt_dict.eos(), self.tgt_dict.pad()
+        bound = []
+        for batch in batches:
+            net_input = batch.payload["net_input"]
+            src_tokens = net_input["src_tokens"]
+            inputs = [torch.tensor([eos, *greedy[i][:-1]]) for i in batch.ids]
+            prev = data_utils.collate_tokens(inputs, pad, eos, left_pad=False).to(src_tokens.device)
+            bound.append(Batch(batch.ids, (src_tokens, net_input["src_lengths"], prev)))
+        return bound
+
+    def runner(self) -> Callable[[Batch], object]:
+        """``run(batch)``: the timed call, the verifier's logits (B, T, V)."""
+        model = self.model
+
+        @torch.no_grad()
+        def run(batch: Batch):
+            src_tokens, src_lengths, prev_output_tokens = batch.payload
+            encoder_out = model.encoder(src_tokens, src_lengths=src_lengths)
+            return model.decoder(prev_output_tokens, encoder_out=encoder_out)[0]
+
+        return run
+
+    def outputs(self, greedy: GreedyOutputs) -> Callable[[object, Batch], List[Output]]:
+        """``convert(raw, batch)``: each sentence's greedy output, produced in 1 iteration."""
+        eos = self.tgt_dict.eos()
+
+        def convert(raw, batch: Batch) -> List[Output]:
+            return [Output([self.tgt_dict[t] for t in greedy[i] if t != eos], 1, len(greedy[i]), list(greedy[i]))
+                    for i in batch.ids]
+
+        return convert
