@@ -3,12 +3,19 @@
 Besides the package, the install writes ``fairseq_plugins_compat.pth`` into
 site-packages: it activates the compatibility shims of ``fairseq_plugins_compat`` at
 interpreter start, which fairseq 0.12.2 needs on Python >= 3.11 before any
-``--user-dir`` is read.
+``--user-dir`` is read.  ``pip install .`` gets it from ``build_py``, ``pip install -e .``
+from ``editable_wheel`` (setuptools >= 64) or ``develop`` (older setuptools).
 """
 import os
 
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
+from setuptools.command.develop import develop
+
+try:
+    from setuptools.command.editable_wheel import editable_wheel
+except ImportError:  # setuptools < 64: pip runs `setup.py develop` instead
+    editable_wheel = None
 
 PTH_NAME = "fairseq_plugins_compat.pth"
 PTH_LINE = "import fairseq_plugins_compat.startup as s; s.install()\n"
@@ -24,6 +31,45 @@ class BuildPyWithStartupHook(build_py):
 
     def get_outputs(self, include_bytecode=1):
         return super().get_outputs(include_bytecode) + [os.path.join(self.build_lib, PTH_NAME)]
+
+
+def write_pth(directory):
+    with open(os.path.join(directory, PTH_NAME), "w") as f:
+        f.write(PTH_LINE)
+
+
+class DevelopWithStartupHook(develop):
+    """Legacy editable install (``setup.py develop``): the ``.pth`` goes next to its egg-link."""
+
+    def run(self):
+        super().run()
+        # setuptools >= 80's develop only runs `pip install -e .`, i.e. editable_wheel below
+        if not getattr(self, "uninstall", False) and getattr(self, "install_dir", None):
+            write_pth(self.install_dir)
+
+
+CMDCLASS = {"build_py": BuildPyWithStartupHook, "develop": DevelopWithStartupHook}
+
+if editable_wheel is not None:
+
+    class EditableWheelWithStartupHook(editable_wheel):
+        """``pip install -e .``: the editable wheel carries the ``.pth`` too (the files of
+        ``build_py`` do not go into it), at its root, i.e. into site-packages."""
+
+        def _run_build_commands(self, dist_name, unpacked_wheel, build_lib, tmp_dir):
+            outputs = super()._run_build_commands(dist_name, unpacked_wheel, build_lib, tmp_dir)
+            write_pth(unpacked_wheel)
+            self.wrote_pth = True
+            return outputs
+
+        def run(self):
+            super().run()
+            if not getattr(self, "wrote_pth", False):
+                raise SystemExit(f"this setuptools builds editable wheels without calling _run_build_commands: "
+                                 f"{PTH_NAME} (needed by fairseq on Python >= 3.11) would be missing; "
+                                 f"install with `pip install .` instead of `pip install -e .`")
+
+    CMDCLASS["editable_wheel"] = EditableWheelWithStartupHook
 
 
 setup(
@@ -50,5 +96,5 @@ setup(
             "fairseq-average-checkpoints = fairseq_plugins.scripts.average_checkpoints:cli_main",
         ]
     },
-    cmdclass={"build_py": BuildPyWithStartupHook},
+    cmdclass=CMDCLASS,
 )

@@ -14,6 +14,7 @@ import torch
 from omegaconf import OmegaConf
 
 import fairseq_plugins  # noqa: F401  (registers the task and the decoders)
+from fairseq_plugins import inference
 from fairseq_plugins_compat.errors import PluginError
 
 
@@ -67,30 +68,25 @@ class Translator:
 
     def encode(self, sentence: str) -> torch.Tensor:
         text = " ".join(self.sentencepiece.encode(sentence, out_type=str)) if self.sentencepiece else sentence
-        return self.task.source_dictionary.encode_line(text, add_if_not_exist=False, append_eos=True).long()
+        return inference.encode(self.task.source_dictionary, text)
 
     def decode(self, tokens: torch.Tensor) -> str:
         text = self.task.target_dictionary.string(tokens, bpe_symbol="sentencepiece" if self.sentencepiece else None)
         return text
 
-    @torch.no_grad()
     def translate_tokens(self, sentences: List[str], batch_size: int = 1) -> List[dict]:
-        """Best hypothesis (fairseq dict: tokens, score, steps, ...) for each sentence, in order."""
+        """Best hypothesis (fairseq dict: tokens, score, steps, ...) for each sentence, in order.
+
+        Raises :class:`PluginError` naming the first sentence longer than the models take,
+        before translating any (with every ``decoding``)."""
         if isinstance(sentences, str):
             raise PluginError("translate() takes a list of sentences, not a string")
-        device = next(self.models[0].parameters()).device
+        tokens = [self.encode(s) for s in sentences]
+        inference.check_source_lengths(tokens, inference.max_source_tokens(self.task, self.models), sentences)
         results = []
-        for start in range(0, len(sentences), batch_size):
-            tokens = [self.encode(s) for s in sentences[start: start + batch_size]]
-            dataset = self.task.build_dataset_for_inference(tokens, [len(t) for t in tokens])
-            sample = dataset.collater([dataset[i] for i in range(len(tokens))])
-            sample = {**sample, "net_input": {k: v.to(device) for k, v in sample["net_input"].items()}}
-            hypos = self.task.inference_step(self.generator, self.models, sample)
-            order = sample["id"].tolist()
-            batch = [None] * len(tokens)
-            for i, sentence_id in enumerate(order):
-                batch[sentence_id] = hypos[i][0]
-            results.extend(batch)
+        for start in range(0, len(tokens), batch_size):
+            results.extend(inference.best_hypotheses(self.task, self.generator, self.models,
+                                                     tokens[start: start + batch_size]))
         return results
 
     def translate(self, sentences: List[str], batch_size: int = 1) -> List[str]:

@@ -135,6 +135,7 @@ class Translator:
         from fairseq import checkpoint_utils, utils
 
         import fairseq_plugins_compat  # noqa: F401  (safe checkpoint loading)
+        from fairseq_plugins import inference
 
         if args.user_dir:
             utils.import_user_module(argparse.Namespace(user_dir=args.user_dir))
@@ -149,8 +150,7 @@ class Translator:
                     model.half()
         self.models, self.use_cuda, self.args = models, use_cuda, args
         self.src_dict, self.tgt_dict = self.task.source_dictionary, self.task.target_dictionary
-        limits = utils.resolve_max_positions(self.task.max_positions(), *[m.max_positions() for m in models])
-        self.max_source_len = limits[0] if isinstance(limits, tuple) else limits
+        self.max_source_len = inference.max_source_tokens(self.task, models) or sys.maxsize
         gen_args = argparse.Namespace(beam=args.beam, lenpen=args.lenpen, max_len_a=args.max_len_a,
                                       max_len_b=args.max_len_b, decoding="beam")
         self.generator = self.task.build_generator(models, gen_args)
@@ -170,23 +170,14 @@ class Translator:
 
     def translate(self, lines):
         """Best beam hypothesis (preprocessed text) of every line, in input order."""
-        import torch
-        from fairseq import utils
-        from fairseq.data import data_utils
+        from fairseq_plugins import inference
 
-        encoded = [self.src_dict.encode_line(line, add_if_not_exist=False, append_eos=True).long() for line in lines]
+        encoded = [inference.encode(self.src_dict, line) for line in lines]
         outputs = [None] * len(lines)
-        left_pad = getattr(self.task.cfg, "left_pad_source", True)
         for batch in self.batches(encoded):
-            tokens = [encoded[i] for i in batch]
-            sample = {"id": torch.tensor(batch), "net_input": {
-                "src_tokens": data_utils.collate_tokens(tokens, self.src_dict.pad(), self.src_dict.eos(), left_pad),
-                "src_lengths": torch.tensor([len(t) for t in tokens])}}
-            if self.use_cuda:
-                sample = utils.move_to_cuda(sample)
-            hypotheses = self.task.inference_step(self.generator, self.models, sample)
-            for i, hypos in zip(batch, hypotheses):
-                outputs[i] = self.tgt_dict.string(hypos[0]["tokens"].int().cpu())
+            best = inference.best_hypotheses(self.task, self.generator, self.models, [encoded[i] for i in batch])
+            for i, hypothesis in zip(batch, best):
+                outputs[i] = self.tgt_dict.string(hypothesis["tokens"].int().cpu())
         return outputs
 
 

@@ -77,6 +77,22 @@ def demo_pair():
     return DEMO_DIR, files[0], files[1], files[3].read_text().splitlines(), options
 
 
+def reuse_instructions(data, verifier, drafter, options, workdir=None):
+    """Where the models are, and the commands that use them again (lines to print)."""
+    spm = options.get("sentencepiece_model")
+    bpe = f" --bpe sentencepiece --sentencepiece-model {spm}" if spm else ""
+    lines = [f"models: verifier {Path(verifier).resolve()}", f"        drafter  {Path(drafter).resolve()}",
+             f"        data (dictionaries) {Path(data).resolve()}"]
+    if workdir is not None:
+        lines.append(f"run again with --workdir {workdir} (or QUICKSTART_DIR={workdir} bash quickstart.sh) "
+                     f"to reuse them without training")
+    lines += ["translate with them:",
+              f"  fairseq-interactive {Path(data).resolve()} --user-dir fairseq_plugins --task speculative_translation "
+              f"--source-lang {options['source_lang']} --target-lang {options['target_lang']}{bpe} "
+              f"--path {Path(verifier).resolve()} --decoding specdec --drafter-path {Path(drafter).resolve()}"]
+    return lines
+
+
 def timed_translate(translator, sentences, repeats=3):
     """Outputs and the best of ``repeats`` timings of translating ``sentences`` one by one."""
     translator.translate(sentences[:2])  # warm-up
@@ -95,7 +111,9 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1, help="torch threads for the timing (default 1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    data, verifier, drafter, sentences, options = demo_pair() or train_pair(Path(args.workdir))
+    workdir = Path(args.workdir).resolve()
+    demo = demo_pair()
+    data, verifier, drafter, sentences, options = demo or train_pair(workdir)
 
     from fairseq_plugins.api import Translator
 
@@ -112,7 +130,8 @@ def main(argv=None):
     print(f"\n{len(sentences)} sentences, batch 1, {args.threads} thread(s), {platform.processor() or platform.machine()}:")
     print(f"  greedy  {greedy_time:.2f}s   specdec {spec_time:.2f}s   speedup {greedy_time / spec_time:.2f}x")
     print(f"  specdec: {sum(tokens) / sum(steps):.2f} tokens per iteration (greedy: 1.00)")
-    print(f"  output identical to greedy: {identical}/{len(sentences)}")
+    print(f"  output identical to greedy: {identical}/{len(sentences)}\n")
+    print("\n".join(reuse_instructions(data, verifier, drafter, options, None if demo else workdir)))
     return 0 if identical == len(sentences) else 1
 
 

@@ -69,30 +69,57 @@ def allowed_globals():
 
 
 def _unsupported_global(error):
+    """The class named by torch's weights-only unpickler (None for any other failure)."""
     match = re.search(r"GLOBAL ([\w.]+)", str(error))
-    return match.group(1) if match else str(error).splitlines()[0]
+    return match.group(1) if match else None
 
 
-def safe_load(f, map_location=None, path="<checkpoint>"):
-    """``torch.load`` with ``weights_only=True`` and fairseq's allowlist.
+TORCH_FILE_MAGIC = (b"PK\x03\x04", b"\x80")  # zip archive (torch >= 1.6), legacy pickle (protocol >= 2)
 
-    Raises :class:`UnsafeCheckpointError` naming the first class outside the allowlist,
-    and :class:`CheckpointError` for files that are no checkpoint or are truncated.
-    """
+
+def check_torch_file(f, path):
+    """Raise :class:`CheckpointError` unless ``f`` starts like a file ``torch.save`` writes.
+
+    Text (a README, a dictionary) would otherwise reach the unpickler, whose errors
+    (``pop from empty list``, "Weights only load failed") say nothing about the cause."""
+    start = f.tell()
+    head = f.read(4)
+    f.seek(start)
+    if not head:
+        raise CheckpointError(f"{path} is not a fairseq checkpoint (empty file)")
+    if not head.startswith(TORCH_FILE_MAGIC):
+        raise CheckpointError(f"{path} is not a fairseq checkpoint (not a torch file)")
+
+
+def _torch_load(f, map_location, path):
+    """``torch.load`` with fairseq's allowlist (everything, with the trust opt-in)."""
     if os.environ.get(TRUST_ENV_VAR) == "1":
         return torch.load(f, map_location=map_location, weights_only=False)
     try:
         with torch.serialization.safe_globals(allowed_globals()):
             return torch.load(f, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
-        if "GLOBAL" in str(error) or "Unsupported" in str(error):
-            raise UnsafeCheckpointError(
-                f"{path}: refusing to unpickle '{_unsupported_global(error)}', which is not a class "
-                f"fairseq checkpoints contain; if you trust this file, set {TRUST_ENV_VAR}=1"
-            ) from None
-        raise CheckpointError(f"{path}: not a PyTorch checkpoint ({_first_line(error)})") from None
-    except (KeyError, UnicodeDecodeError):  # torch's legacy (non-zip) reader on arbitrary bytes
-        raise CheckpointError(f"{path}: not a PyTorch checkpoint file") from None
+        name = _unsupported_global(error)
+        if name is None:
+            raise
+        raise UnsafeCheckpointError(
+            f"{path}: refusing to unpickle '{name}', which is not a class fairseq checkpoints "
+            f"contain; if you trust this file, set {TRUST_ENV_VAR}=1"
+        ) from None
+
+
+def safe_load(f, map_location=None, path="<checkpoint>"):
+    """``torch.load`` with ``weights_only=True`` and fairseq's allowlist.
+
+    Raises :class:`UnsafeCheckpointError` naming the first class outside the allowlist,
+    and :class:`CheckpointError` for files that are no torch file or are truncated.
+    """
+    if getattr(f, "seekable", lambda: False)():
+        check_torch_file(f, path)
+    try:
+        return _torch_load(f, map_location, path)
+    except (pickle.UnpicklingError, KeyError, IndexError, UnicodeDecodeError):  # bytes that are no pickle
+        raise CheckpointError(f"{path} is not a fairseq checkpoint (corrupt or not a torch file)") from None
     except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile) as error:
         raise CheckpointError(f"{path}: unreadable or truncated checkpoint ({_first_line(error)})") from None
 
@@ -103,12 +130,19 @@ def _first_line(error):
     return text.splitlines()[0].split(". ")[0]
 
 
+def check_checkpoint_path(path):
+    """One-line errors for a ``--path`` that is missing or a directory."""
+    if os.path.isdir(path):
+        raise CheckpointError(f"{path} is a directory, not a checkpoint file")
+    if not os.path.exists(path):
+        raise CheckpointError(f"checkpoint file {path} does not exist")
+
+
 def load_checkpoint_file(path, map_location="cpu"):
     """Load ``path`` safely and check it is a fairseq checkpoint (has ``model`` weights)."""
-    if not os.path.isfile(path):
-        raise CheckpointError(f"{path}: no such checkpoint file")
+    check_checkpoint_path(path)
     with open(path, "rb") as f:
         state = safe_load(f, map_location=map_location, path=path)
     if not isinstance(state, dict) or "model" not in state or not ("cfg" in state or "args" in state):
-        raise CheckpointError(f"{path}: not a fairseq checkpoint (expected a dict with 'model' and 'cfg' entries)")
+        raise CheckpointError(f"{path} is not a fairseq checkpoint (expected a dict with 'model' and 'cfg' entries)")
     return state

@@ -5,7 +5,10 @@ Each ``patch_*`` function is called by the post-import hook of
 version that needs it and is a no-op elsewhere.  The README lists each with its reason.
 """
 import argparse
+import importlib
+import importlib.util
 import logging
+import os
 import sys
 import types
 
@@ -29,6 +32,9 @@ def is_fairseq_0_12():
 
 # -- checkpoints: safe torch.load on torch >= 2.6, and the checkpoint's own --user-dir --------
 
+INSTALLED_PLUGINS = ("fairseq_plugins",)  # user dirs that may be replaced by the installed package
+
+
 class _TorchWithSafeLoad(types.ModuleType):
     """Stands in for ``torch`` inside ``fairseq.checkpoint_utils`` only: ``load`` is the
     allowlisted safe loader, every other attribute is torch's own."""
@@ -45,23 +51,50 @@ class _TorchWithSafeLoad(types.ModuleType):
         state = checkpoint_loading.safe_load(f, map_location=map_location, path=path)
         if not isinstance(state, dict) or "model" not in state:
             raise checkpoint_loading.CheckpointError(
-                f"{path}: not a fairseq checkpoint (expected a dict with a 'model' entry)"
+                f"{path} is not a fairseq checkpoint (expected a dict with a 'model' entry)"
             )
         return state
 
 
-def _import_saved_user_dir(state):
-    """fairseq does not import the ``--user-dir`` a checkpoint was trained with."""
-    from fairseq import utils
-
+def _saved_user_dir(state):
     cfg = state.get("cfg") if isinstance(state, dict) else None
     common = cfg.get("common") if cfg is not None else None
-    user_dir = common.get("user_dir") if common is not None else None
-    if user_dir:
-        try:
-            utils.import_user_module(argparse.Namespace(user_dir=user_dir))
-        except (FileNotFoundError, ImportError):
-            logger.warning("could not import the checkpoint's user dir %s", user_dir)
+    return common.get("user_dir") if common is not None else None
+
+
+def _import_saved_user_dir(state):
+    """fairseq does not import the ``--user-dir`` a checkpoint was trained with.
+
+    A module already imported under the folder's name is kept (e.g. the installed
+    ``fairseq_plugins`` while the checkpoint names the clone it was trained in), and a
+    ``fairseq_plugins`` folder that no longer exists is replaced by the installed package."""
+    from fairseq import utils
+
+    user_dir = _saved_user_dir(state)
+    if not user_dir:
+        return
+    name = os.path.basename(os.path.normpath(user_dir))
+    if name in sys.modules:
+        return
+    if not os.path.exists(user_dir) and name in INSTALLED_PLUGINS and importlib.util.find_spec(name):
+        importlib.import_module(name)
+        return
+    try:
+        utils.import_user_module(argparse.Namespace(user_dir=user_dir))
+    except (FileNotFoundError, ImportError):
+        logger.warning("could not import the checkpoint's user dir %s (pass --user-dir if the model needs it)", user_dir)
+
+
+def _checked_checkpoint_filename(original):
+    """fairseq's shard-name helper, plus one-line errors for a missing or directory path."""
+
+    def get_maybe_sharded_checkpoint_filename(filename, suffix, shard_idx, num_shards):
+        resolved = original(filename, suffix, shard_idx, num_shards)
+        if "://" not in resolved:  # PathManager's remote paths are left to fairseq
+            checkpoint_loading.check_checkpoint_path(resolved)
+        return resolved
+
+    return get_maybe_sharded_checkpoint_filename
 
 
 def patch_checkpoint_utils(module):
@@ -78,6 +111,8 @@ def patch_checkpoint_utils(module):
 
     load_checkpoint_to_cpu.__doc__ = original.__doc__
     module.load_checkpoint_to_cpu = load_checkpoint_to_cpu
+    module.get_maybe_sharded_checkpoint_filename = _checked_checkpoint_filename(
+        module.get_maybe_sharded_checkpoint_filename)
 
 
 # -- encoder layer: BetterTransformer fast path ----------------------------------------------
@@ -132,33 +167,6 @@ def patch_distributed_model(module):
             super().__init__(module, device_ids=device_ids, output_device=output_device, **kwargs)
 
     module.DistributedDataParallel = DistributedDataParallel
-
-
-# -- --help that lists the options of the chosen --task/--arch ---------------------------------
-
-HELP_FLAGS = ("-h", "--help")
-
-
-def patch_options(module):
-    """fairseq parses ``--help`` before it adds the options of ``--task``, ``--arch``,
-    ``--criterion``...: their options never appear.  Parse without it, then print the
-    help of the completed parser."""
-    if not is_fairseq_0_12():
-        return
-    original = module.parse_args_and_arch
-
-    def parse_args_and_arch(parser, input_args=None, parse_known=False, suppress_defaults=False, modify_parser=None):
-        args = sys.argv[1:] if input_args is None else list(input_args)
-        if not any(a in HELP_FLAGS for a in args):
-            return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
-        try:
-            original(parser, [a for a in args if a not in HELP_FLAGS], True, suppress_defaults, modify_parser)
-        except (SystemExit, Exception):  # e.g. no data dir or --arch yet: show what we have
-            pass
-        parser.print_help()
-        sys.exit(0)
-
-    module.parse_args_and_arch = parse_args_and_arch
 
 
 # -- fairseq-score ---------------------------------------------------------------------------

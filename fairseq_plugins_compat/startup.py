@@ -7,7 +7,9 @@ process of the environment, so it stays tiny: it imports nothing heavy and only
 
 1. lets fairseq's/hydra's dataclass configs keep their instance defaults on 3.11+;
 2. registers post-import hooks that patch fairseq modules when (and only when)
-   they are first imported (see :mod:`fairseq_plugins_compat.patches`).
+   they are first imported (see :mod:`fairseq_plugins_compat.patches` and
+   :mod:`fairseq_plugins_compat.cli`), and silences fairseq's noise just before
+   ``fairseq`` itself is imported (:mod:`fairseq_plugins_compat.quiet`).
 """
 import dataclasses
 import importlib.abc
@@ -50,13 +52,15 @@ def _allow_dataclass_instance_defaults(original_get_field):
 
 
 class _PostImportHook(importlib.abc.MetaPathFinder):
-    """Runs ``callback(module)`` right after the named module is first executed."""
+    """Runs ``callback(module)`` right after the named module is first executed, and
+    ``before(module)`` right before."""
 
-    def __init__(self, callbacks):
+    def __init__(self, callbacks, before=None):
         self.callbacks = callbacks  # module name -> callable(module)
+        self.before = before or {}  # module name -> callable(module)
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in self.callbacks:
+        if fullname not in self.callbacks and fullname not in self.before:
             return None
         sys.meta_path.remove(self)  # find the real spec without recursing into us
         try:
@@ -66,9 +70,11 @@ class _PostImportHook(importlib.abc.MetaPathFinder):
         if spec is None or spec.loader is None:
             return None
         exec_module = spec.loader.exec_module
-        callback = self.callbacks[fullname]
+        before = self.before.get(fullname, _nothing)
+        callback = self.callbacks.get(fullname, _nothing)
 
         def exec_and_patch(module):
+            before(module)
             exec_module(module)
             callback(module)
 
@@ -76,10 +82,13 @@ class _PostImportHook(importlib.abc.MetaPathFinder):
         return spec
 
 
-def _run_patch(name):
-    def callback(module):
-        from fairseq_plugins_compat import patches
+def _nothing(_module):
+    pass
 
+
+def _run_patch(name, module_name="patches"):
+    def callback(module):
+        patches = importlib.import_module(f"fairseq_plugins_compat.{module_name}")
         getattr(patches, name)(module)
 
     return callback
@@ -107,6 +116,8 @@ def install():
         dataclasses._get_field = _allow_dataclass_instance_defaults(dataclasses._get_field)
     if any(isinstance(finder, _PostImportHook) for finder in sys.meta_path):
         return
+    if "fairseq" in sys.modules:  # imported before the shims (no .pth): quiet from now on
+        _run_patch("install", "quiet")(sys.modules["fairseq"])
     sys.meta_path.insert(
         0,
         _PostImportHook(
@@ -114,8 +125,11 @@ def install():
                 "fairseq.checkpoint_utils": _run_patch("patch_checkpoint_utils"),
                 "fairseq.modules.transformer_layer": _run_patch("patch_transformer_layer"),
                 "fairseq.models.distributed_fairseq_model": _run_patch("patch_distributed_model"),
-                "fairseq.options": _run_patch("patch_options"),
+                "fairseq.options": _run_patch("patch_options", "cli"),
+                "fairseq_cli.generate": _run_patch("patch_generate", "cli"),
+                "fairseq_cli.interactive": _run_patch("patch_interactive", "cli"),
                 "fairseq_cli.score": _run_patch("patch_score_cli"),
-            }
+            },
+            before={"fairseq": _run_patch("install", "quiet")},
         ),
     )

@@ -27,3 +27,26 @@ def test_translate_rejects_a_bare_string(reverse_data, tiny_checkpoint):
 def test_unknown_decoding_is_a_clear_error(reverse_data, tiny_checkpoint):
     with pytest.raises(PluginError, match="unknown decoding 'fastest'; choose from beam, "):
         Translator.load(str(tiny_checkpoint), str(reverse_data), decoding="fastest")
+
+
+@pytest.mark.parametrize("decoding", ["beam", "iad", "hybrid-jacobi"])
+def test_over_long_sentence_is_refused_with_every_decoding(reverse_data, tiny_checkpoint, decoding):
+    translator = Translator.load(str(tiny_checkpoint), str(reverse_data), decoding=decoding, max_len_b=30)
+    too_long = " ".join(["w1"] * 1100)
+    with pytest.raises(PluginError, match=r"sentence 1 \('w1 w1 .*\.\.\.'\) has 1101 tokens, more than the 1024 "
+                                          r"source tokens the model takes"):
+        translator.translate(["w1 w2", too_long, "w3"])
+    assert len(translator.translate(["w1 w2", " ".join(["w1"] * 1023)])) == 2  # 1024 tokens with eos: fine
+
+
+def test_api_and_distillation_share_one_inference_path(reverse_data, tiny_checkpoint):
+    """The same beam search through the API and through distill's teacher: same outputs."""
+    from fairseq_plugins import distill
+
+    sentences = SENTENCES + ["w5 w6 w7 w8", "w2"]
+    teacher = distill.Translator([str(tiny_checkpoint)], distill.get_parser().parse_args(
+        ["--teacher", "t", "--input", "i", "--output", "o", "--device", "cpu", "--beam", "5", "--max-len-a", "0",
+         "--max-len-b", "30", "--batch-size", "3"]))
+    api = Translator.load(str(tiny_checkpoint), str(reverse_data), decoding="beam", beam=5, max_len_b=30)
+    assert teacher.translate(sentences) == api.translate(sentences, batch_size=2)
+    assert teacher.max_source_len == 1024

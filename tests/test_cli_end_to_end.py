@@ -101,23 +101,37 @@ def test_distributed_training_with_two_cpu_processes(reverse_data, tmp_path):
     assert (tmp_path / "ddp" / "checkpoint_last.pt").exists()
 
 
-@pytest.mark.parametrize("path_kind,message", [
-    ("text", "not a PyTorch checkpoint"),
-    ("truncated", "truncated checkpoint"),
-    ("tensor", "not a fairseq checkpoint"),
-])
-def test_bad_checkpoint_gives_one_line_error(reverse_data, tiny_checkpoint, tmp_path, path_kind, message):
+def bad_checkpoint(kind, tmp_path, tiny_checkpoint, reverse_data):
+    """A --path that is no usable checkpoint, and the error it must give."""
     import torch
 
     bad = tmp_path / "bad.pt"
-    if path_kind == "text":
+    if kind == "text":
         bad.write_text("hello\n")
-    elif path_kind == "truncated":
+    elif kind == "truncated":
         bad.write_bytes(tiny_checkpoint.read_bytes()[:5000])
-    else:
+    elif kind == "tensor":
         torch.save(torch.zeros(3), bad)
-    proc = run_cli("fairseq-generate", reverse_data, "--path", bad, check=False)
+    elif kind == "readme":
+        return PLUGIN_DIR.parent / "README.md", "README.md is not a fairseq checkpoint (not a torch file)"
+    elif kind == "dictionary":
+        return reverse_data / "dict.src.txt", "dict.src.txt is not a fairseq checkpoint (not a torch file)"
+    elif kind == "missing":
+        return tmp_path / "nowhere.pt", f"checkpoint file {tmp_path / 'nowhere.pt'} does not exist"
+    messages = {"text": "bad.pt is not a fairseq checkpoint (not a torch file)",
+                "truncated": "truncated checkpoint", "tensor": "bad.pt is not a fairseq checkpoint"}
+    return bad, messages[kind]
+
+
+def assert_one_line_error(proc, prog, message):
     assert proc.returncode != 0
-    assert proc.stderr.strip().splitlines()[-1].startswith("fairseq-generate: error: ")
-    assert message in proc.stderr
-    assert "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"{prog}: error: ") and message in last, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "FAIRSEQ_PLUGINS_TRUST_CHECKPOINTS" not in proc.stderr
+
+
+@pytest.mark.parametrize("path_kind", ["text", "truncated", "tensor", "readme", "dictionary", "missing"])
+def test_bad_checkpoint_gives_one_line_error(reverse_data, tiny_checkpoint, tmp_path, path_kind):
+    bad, message = bad_checkpoint(path_kind, tmp_path, tiny_checkpoint, reverse_data)
+    proc = run_cli("fairseq-generate", reverse_data, "--path", bad, check=False)
+    assert_one_line_error(proc, "fairseq-generate", message)

@@ -3,6 +3,7 @@ import argparse
 import dataclasses
 import os
 import pickle
+import re
 import subprocess
 import sys
 import sysconfig
@@ -90,7 +91,11 @@ def test_checkpoint_carrying_code_is_refused_with_the_class_and_opt_in(tmp_path,
 
 
 @pytest.mark.parametrize("content,message", [
-    (b"hello, not a checkpoint\n", "not a PyTorch checkpoint"),
+    (b"hello, not a checkpoint\n", "bad.pt is not a fairseq checkpoint (not a torch file)"),
+    (b"# README\n\nsome text\n", "bad.pt is not a fairseq checkpoint (not a torch file)"),
+    (b"a b c\n", "bad.pt is not a fairseq checkpoint (not a torch file)"),  # "pop from empty list" in torch
+    (b"", "bad.pt is not a fairseq checkpoint (empty file)"),
+    (b"\x80\x02abc", "bad.pt is not a fairseq checkpoint (corrupt or not a torch file)"),
     (None, "truncated"),
 ])
 def test_bad_files_give_one_line_errors(tmp_path, content, message):
@@ -99,9 +104,28 @@ def test_bad_files_give_one_line_errors(tmp_path, content, message):
         good = _save(tmp_path, {"model": {"w": torch.zeros(100)}, "cfg": {}}, "good.pt")
         content = Path(good).read_bytes()[:200]
     path.write_bytes(content)
-    with pytest.raises(CheckpointError, match=message) as error:
+    with pytest.raises(CheckpointError, match=re.escape(message)) as error:
         checkpoint_loading.load_checkpoint_file(str(path))
     assert "\n" not in str(error.value)
+
+
+def test_text_file_is_no_checkpoint_even_when_trusted(tmp_path, monkeypatch):
+    monkeypatch.setenv(checkpoint_loading.TRUST_ENV_VAR, "1")
+    path = tmp_path / "dict.txt"
+    path.write_text("w1 10\nw2 5\n")
+    with pytest.raises(CheckpointError, match=r"dict.txt is not a fairseq checkpoint \(not a torch file\)"):
+        checkpoint_loading.load_checkpoint_file(str(path))
+
+
+@pytest.mark.parametrize("kind,message", [("missing", "does not exist"), ("directory", "is a directory")])
+def test_missing_path_or_directory_is_a_checkpoint_error(tmp_path, kind, message):
+    from fairseq import checkpoint_utils
+
+    path = tmp_path / "nothing.pt" if kind == "missing" else tmp_path
+    with pytest.raises(CheckpointError, match=message):
+        checkpoint_loading.load_checkpoint_file(str(path))
+    with pytest.raises(CheckpointError, match=message):  # fairseq raised OSError / IsADirectoryError
+        checkpoint_utils.load_model_ensemble_and_task([str(path)])
 
 
 def test_non_fairseq_pickle_is_rejected(tmp_path):
@@ -124,6 +148,33 @@ def test_saved_user_dir_is_imported(tmp_path):
     (plugin / "__init__.py").write_text("IMPORTED = True\n")
     patches._import_saved_user_dir({"cfg": {"common": {"user_dir": str(plugin)}}})
     assert sys.modules["my_plugin_for_test"].IMPORTED
+
+
+def test_saved_user_dir_of_an_imported_module_is_kept_silently(tmp_path, caplog):
+    """A checkpoint trained in another clone names that clone's fairseq_plugins: the one
+    already imported serves (fairseq would refuse a second module of the same name)."""
+    import fairseq_plugins
+
+    clone = tmp_path / "clone" / "fairseq_plugins"
+    clone.mkdir(parents=True)
+    (clone / "__init__.py").write_text("raise RuntimeError('the clone must not be imported')\n")
+    patches._import_saved_user_dir({"cfg": {"common": {"user_dir": str(clone)}}})
+    assert sys.modules["fairseq_plugins"] is fairseq_plugins
+    assert "could not import" not in caplog.text
+
+
+def test_saved_user_dir_that_is_gone_resolves_the_installed_plugin(tmp_path):
+    code = ("import sys, logging; logging.basicConfig()\n"
+            "from fairseq_plugins_compat import patches\n"
+            "assert 'fairseq_plugins' not in sys.modules\n"
+            f"patches._import_saved_user_dir({{'cfg': {{'common': {{'user_dir': '{tmp_path}/gone/fairseq_plugins'}}}}}})\n"
+            "from fairseq.tasks import TASK_REGISTRY\n"
+            "print('speculative_translation' in TASK_REGISTRY)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "True"
+    assert "could not import" not in proc.stderr
 
 
 # -- 3. encoder BetterTransformer fast path -----------------------------------------------------
@@ -197,3 +248,19 @@ def test_help_includes_task_and_model_options(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "--eval-bleu" in out and "--encoder-layers" in out  # task- and model-specific
+
+
+def test_help_without_positional_arguments_is_no_usage_error(capsys):
+    from fairseq import options
+
+    parser = options.get_generation_parser()
+    parser.add_argument("--arch", "-a", default="wav2vec2")  # as fairseq-generate does
+    with pytest.raises(SystemExit) as exit_info:
+        options.parse_args_and_arch(parser, ["--task", "translation", "--help"])
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 0
+    assert "--left-pad-source" in captured.out  # the task's options
+    assert "--extractor-mode" not in captured.out  # no options of the placeholder wav2vec2 arch
+    assert captured.err == ""
+    assert parser._option_string_actions["--arch"].default == "wav2vec2"  # parser restored
+    assert "error" not in vars(parser)
