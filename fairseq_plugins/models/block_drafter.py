@@ -26,6 +26,7 @@ from fairseq.models.transformer.transformer_base import Embedding
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 
 from fairseq_plugins.models import drafter_blocks, drafter_init
+from fairseq_plugins.models.arch_defaults import BIG_SIZES, TINY_SIZES, set_defaults, set_size_defaults
 from fairseq_plugins.models.block_drafter_decoder import BlockDrafterDecoder
 
 logger = logging.getLogger(__name__)
@@ -161,24 +162,18 @@ class BlockDrafterModel(FairseqEncoderDecoderModel):
         return self.propose_logits(encoder_out, prefix_tokens, prefix_lengths, k).argmax(-1)
 
 
-def _set_defaults(args, **defaults):
-    for name, value in defaults.items():
-        if getattr(args, name, None) is None:
-            setattr(args, name, value)
-
-
 @register_model_architecture("block_drafter", "block_drafter")
 def base_drafter_architecture(args):
     """Transformer-base (6+6, 512/2048/8) with the paper's drafter options: learned
     positions, GELU, BERT init, shared embeddings, soft copy, k = 25."""
-    _set_defaults(args, encoder_learned_pos=True, decoder_learned_pos=True, activation_fn="gelu",
+    set_defaults(args, encoder_learned_pos=True, decoder_learned_pos=True, activation_fn="gelu",
                   apply_bert_init=True, share_all_embeddings=True, soft_copy=True)
     for option in fields(BlockDrafterConfig):
-        _set_defaults(args, **{option.name: option.default})
+        set_defaults(args, **{option.name: option.default})
     # the verifier presets take 1000 positions; the drafter can then draft a whole block
     # after any target prefix the verifier accepts
-    _set_defaults(args, max_source_positions=1000)
-    _set_defaults(args, max_target_positions=args.max_source_positions + args.block_size)
+    set_defaults(args, max_source_positions=1000)
+    set_defaults(args, max_target_positions=args.max_source_positions + args.block_size)
     transformer_base_architecture(args)
     if args.share_all_embeddings:
         args.share_decoder_input_output_embed = True
@@ -187,24 +182,22 @@ def base_drafter_architecture(args):
 @register_model_architecture("block_drafter", "block_drafter_big")
 def big_drafter_architecture(args):
     """Transformer-big sizes (1024/4096/16), k = 30 as in the paper's big setting."""
-    _set_defaults(args, encoder_embed_dim=1024, encoder_ffn_embed_dim=4096, encoder_attention_heads=16,
-                  decoder_embed_dim=1024, decoder_ffn_embed_dim=4096, decoder_attention_heads=16,
-                  dropout=0.3, block_size=30)
+    set_size_defaults(args, **BIG_SIZES)
+    set_defaults(args, dropout=0.3, block_size=30)
     base_drafter_architecture(args)
 
 
 @register_model_architecture("block_drafter", "block_drafter_12_2")
 def deep_shallow_drafter_architecture(args):
     """Deep encoder, shallow decoder (12-2), base sizes (paper appendix B.5)."""
-    _set_defaults(args, encoder_layers=12, decoder_layers=2)
+    set_defaults(args, encoder_layers=12, decoder_layers=2)
     base_drafter_architecture(args)
 
 
 @register_model_architecture("block_drafter", "block_drafter_tiny")
 def tiny_drafter_architecture(args):
     """2+2 layers, 32/64/2, k = 4: for tests and CPU smoke runs."""
-    _set_defaults(args, encoder_layers=2, decoder_layers=2, encoder_embed_dim=32, decoder_embed_dim=32,
-                  encoder_ffn_embed_dim=64, decoder_ffn_embed_dim=64, encoder_attention_heads=2,
-                  decoder_attention_heads=2, block_size=4, max_source_positions=256)
+    set_size_defaults(args, **TINY_SIZES)
+    set_defaults(args, block_size=4, max_source_positions=256)
     base_drafter_architecture(args)
 

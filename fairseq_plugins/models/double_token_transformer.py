@@ -20,6 +20,7 @@ from fairseq.models.transformer.transformer_legacy import base_architecture
 from fairseq.modules import PositionalEmbedding
 from torch import Tensor
 
+from fairseq_plugins.models.arch_defaults import SMALL_SIZES, TINY_SIZES, set_defaults, set_size_defaults
 from fairseq_plugins.double_token.dataset import DECODING_TARGET
 from fairseq_plugins.double_token.reorder import TOKENS_PER_STEP
 from fairseq_plugins_compat.errors import PluginError
@@ -175,27 +176,20 @@ class DoubleTokenTransformerModel(TransformerModel):
 @register_model_architecture("double_token_transformer", "double_token_transformer")
 def double_token_base_architecture(args):
     """Transformer base (6 layers, 512 dim) with learned decoder positions."""
-    args.decoder_learned_pos = getattr(args, "decoder_learned_pos", True)
+    set_defaults(args, decoder_learned_pos=True)
     base_architecture(args)
-
-
-def _default_sizes(args, **sizes):
-    """Encoder and decoder ``{side}_{name}`` defaults, e.g. ``layers=3`` -> encoder_layers/decoder_layers."""
-    for side in ("encoder", "decoder"):
-        for name, value in sizes.items():
-            setattr(args, f"{side}_{name}", getattr(args, f"{side}_{name}", value))
 
 
 @register_model_architecture("double_token_transformer", "double_token_transformer_small")
 def double_token_small_architecture(args):
     """3 layers, 256 dim, 4 heads: Multi30k-size runs on a CPU."""
-    _default_sizes(args, layers=3, embed_dim=256, ffn_embed_dim=1024, attention_heads=4)
-    args.dropout = getattr(args, "dropout", 0.3)
+    set_size_defaults(args, **SMALL_SIZES)
+    set_defaults(args, dropout=0.3)
     double_token_base_architecture(args)
 
 
 @register_model_architecture("double_token_transformer", "double_token_transformer_tiny")
 def double_token_tiny_architecture(args):
     """2 layers, 32 dim, 2 heads: unit tests."""
-    _default_sizes(args, layers=2, embed_dim=32, ffn_embed_dim=64, attention_heads=2)
+    set_size_defaults(args, **TINY_SIZES)
     double_token_base_architecture(args)

@@ -18,39 +18,34 @@ paper's 1000 so that the drafter and verifier presets agree.
 from fairseq.models import register_model_architecture
 from fairseq.models.transformer import base_architecture
 
-
-def _set_defaults(args, **defaults):
-    for name, value in defaults.items():
-        if getattr(args, name, None) is None:
-            setattr(args, name, value)
+from fairseq_plugins.models.arch_defaults import BIG_SIZES, TINY_SIZES, set_defaults, set_size_defaults
 
 
 @register_model_architecture("transformer", "specdec_verifier_base")
 def specdec_verifier_base(args):
     """Transformer-base, shared source/target/output embeddings (joined dictionary)."""
-    _set_defaults(args, share_all_embeddings=True, max_source_positions=1000, max_target_positions=1000)
+    set_defaults(args, share_all_embeddings=True, max_source_positions=1000, max_target_positions=1000)
     base_architecture(args)
 
 
 @register_model_architecture("transformer", "specdec_verifier_big")
 def specdec_verifier_big(args):
     """Transformer-big (Vaswani et al.), dropout 0.3."""
-    _set_defaults(args, encoder_embed_dim=1024, encoder_ffn_embed_dim=4096, encoder_attention_heads=16,
-                  decoder_embed_dim=1024, decoder_ffn_embed_dim=4096, decoder_attention_heads=16, dropout=0.3)
+    set_size_defaults(args, **BIG_SIZES)
+    set_defaults(args, dropout=0.3)
     specdec_verifier_base(args)
 
 
 @register_model_architecture("transformer", "specdec_verifier_12_2")
 def specdec_verifier_12_2(args):
     """Deep encoder, shallow decoder (Kasai et al. 2021), base sizes."""
-    _set_defaults(args, encoder_layers=12, decoder_layers=2)
+    set_defaults(args, encoder_layers=12, decoder_layers=2)
     specdec_verifier_base(args)
 
 
 @register_model_architecture("transformer", "specdec_verifier_tiny")
 def specdec_verifier_tiny(args):
     """2+2 layers, 32/64/2, 256 positions: for tests and CPU smoke runs."""
-    _set_defaults(args, encoder_layers=2, decoder_layers=2, encoder_embed_dim=32, decoder_embed_dim=32,
-                  encoder_ffn_embed_dim=64, decoder_ffn_embed_dim=64, encoder_attention_heads=2,
-                  decoder_attention_heads=2, max_source_positions=256, max_target_positions=256)
+    set_size_defaults(args, **TINY_SIZES)
+    set_defaults(args, max_source_positions=256, max_target_positions=256)
     specdec_verifier_base(args)
