@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Average the last NUM_AVG epoch checkpoints (paper Appendix A: the last 10) into one file.
-#   SAVE_DIR=/work/runs/wmt14-ende/checkpoints/verifier-ende bash recipes/average-checkpoints.sh
+#   SAVE_DIR=$RUNS/wmt14-ende/checkpoints/verifier-ende bash recipes/average-checkpoints.sh
 #   SETTING=wmt14-ende-verifier bash recipes/average-checkpoints.sh     # SAVE_DIR from the setting
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"

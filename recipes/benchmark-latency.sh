@@ -2,7 +2,7 @@
 # Latency of every decoder side by side (greedy, beam-5, SpecDec, SpecDec++, IAD, Jacobi family, drafter
 # alone; CTranslate2 greedy/beam-5 when the package is installed): batch 1 by default, one device, fixed
 # CPU threads; median/p90 latency, speedups vs greedy and beam-5, tokens per iteration, BLEU, outputs != greedy.
-#   CHECKPOINT=.../checkpoint_avg10.pt DATA=/work/runs/wmt14-ende/bin DRAFTER=.../drafter.pt bash recipes/benchmark-latency.sh
+#   CHECKPOINT=.../checkpoint_avg10.pt DATA=$RUNS/wmt14-ende/bin DRAFTER=.../drafter.pt bash recipes/benchmark-latency.sh
 #   SETTING=wmt14-ende-verifier DRAFTER=... DEVICE=cuda FP16=1 BATCH_SIZES=1,8,32 bash recipes/benchmark-latency.sh
 # Without DRAFTER the drafter rows (specdec, specdec++, drafter-only) are skipped with a message.
 # Writes OUT_PREFIX.md (table + hardware), OUT_PREFIX.png, OUT_PREFIX.json; extra arguments go to the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # BLEU of a fairseq-generate output, the ways the papers report it, plus the repetition ratio.
-#   GEN=gen.txt TGT_LANG=de REF_RAW=/work/runs/wmt14-ende/raw/test.de bash recipes/evaluate-bleu.sh
+#   GEN=gen.txt TGT_LANG=de REF_RAW=$RUNS/wmt14-ende/raw/test.de bash recipes/evaluate-bleu.sh
 #   GEN=gen.txt TGT_LANG=de SACREBLEU_TEST=wmt14/full LANGPAIR=en-de bash recipes/evaluate-bleu.sh
 # 1. tokenized BLEU (multi-bleu.perl: sacreBLEU -tok none -s none) of the H lines against the T lines, both after
 #    --remove-bpe; for WMT14 en-de with compound splitting (a-b -> a ##AT##-##AT## b, as

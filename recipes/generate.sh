@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Translate a binarized split with stock fairseq-generate (beam or greedy); writes GEN for evaluate-bleu.sh.
-#   CHECKPOINT=.../checkpoint_avg10.pt DATA=/work/runs/wmt14-ende bash recipes/generate.sh
+#   CHECKPOINT=.../checkpoint_avg10.pt DATA=$RUNS/wmt14-ende bash recipes/generate.sh
 #   SETTING=wmt14-ende-verifier BEAM=1 bash recipes/generate.sh       # DATA/SAVE_DIR from the setting
 # Plugin decoders: TASK=speculative_translation and e.g. --decoding ... after the script name.
 set -euo pipefail

@@ -11,7 +11,7 @@
 set -euo pipefail
 main() {
   . "$(dirname "$0")/lib/common.sh"
-  OUT=${OUT:-/work/runs/multi30k}
+  OUT=${OUT:-$RUNS/multi30k}
   VERIFIER_HOURS=${VERIFIER_HOURS:-1.25}       # wall-clock caps of the two trainings
   DRAFTER_HOURS=${DRAFTER_HOURS:-0.75}
   NUM_AVG=${NUM_AVG:-5}                        # checkpoints averaged (verifier)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Train an autoregressive transformer (verifier, teacher, GEC model) with stock fairseq-train.
-#   DATA=/work/runs/multi30k/bin SAVE_DIR=/work/runs/multi30k/verifier bash recipes/train-at.sh
+#   DATA=$RUNS/multi30k/bin SAVE_DIR=$RUNS/multi30k/verifier bash recipes/train-at.sh
 #   SETTING=wmt14-ende-verifier bash recipes/train-at.sh        # presets: recipes/settings/*.sh
 # Every option below is an env var; a SETTING file only changes defaults (env still wins).
 # Launchers (LAUNCHER): local   - one process; fairseq itself uses every visible GPU
@@ -14,7 +14,7 @@ main() {
   if [ -n "$SETTING" ]; then . "$REPO/recipes/settings/$SETTING.sh"; fi
 
   # data / output
-  DATA=${DATA:-/work/runs/multi30k/bin}        # fairseq-preprocess output (joined dictionary)
+  DATA=${DATA:-$RUNS/multi30k/bin}             # fairseq-preprocess output (joined dictionary)
   SRC=${SRC:-en}; TGT=${TGT:-de}
   SAVE_DIR=${SAVE_DIR:-$(dirname "$DATA")/checkpoints/at-$SRC$TGT}
   TASK=${TASK:-translation}
@@ -48,7 +48,8 @@ main() {
   MASTER_ADDR=${MASTER_ADDR:-127.0.0.1}; MASTER_PORT=${MASTER_PORT:-29500}
 
   if [ "$DRY_RUN" = 1 ]; then   # tiny model, a few updates, CPU, one process
-    ENC_LAYERS=1; DEC_LAYERS=1; EMBED_DIM=32; FFN_DIM=64; HEADS=2; ARCH=${DRY_ARCH:-transformer}
+    ENC_LAYERS=1; DEC_LAYERS=1; ARCH=${DRY_ARCH:-transformer}
+    EMBED_DIM=${DRY_EMBED_DIM:-32}; FFN_DIM=${DRY_FFN_DIM:-64}; HEADS=${DRY_HEADS:-2}   # a drafter: its verifier's
     MAX_TOKENS=${DRY_MAX_TOKENS:-1000}; UPDATE_FREQ=1; NGPUS=1; NNODES=1; MAX_EPOCH=${DRY_MAX_EPOCH:-3}; MAX_UPDATE=0
     WARMUP=10; STOP_TIME_HOURS=0; CPU=1; FP16=0; LAUNCHER=local; NUM_WORKERS=0; LOG_INTERVAL=5
     EVAL_BLEU=0; KEEP_LAST_EPOCHS=3; SAVE_INTERVAL_UPDATES=0

@@ -18,7 +18,7 @@ set -euo pipefail
 IWSLT_DIR=${IWSLT_DIR:-$REPO/../shared/data/iwslt14}
 # WIT3 (wit3.fbk.eu, 2014-01 release) no longer serves the archive directly; fairseq's mirror of it:
 IWSLT_URL=${IWSLT_URL:-https://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz}
-OUT_DIR=${OUT_DIR:-/work/runs/iwslt14-deen}
+OUT_DIR=${OUT_DIR:-$RUNS/iwslt14-deen}
 SRC=${SRC:-de}; TGT=${TGT:-en}
 VALID_EVERY=${VALID_EVERY:-23}
 TEST_SETS=${TEST_SETS:-IWSLT14.TED.dev2010 IWSLT14.TEDX.dev2012 IWSLT14.TED.tst2010 IWSLT14.TED.tst2011 IWSLT14.TED.tst2012}

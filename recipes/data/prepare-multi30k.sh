@@ -13,7 +13,7 @@ set -euo pipefail
 
 MULTI30K_DIR=${MULTI30K_DIR:-$REPO/../shared/data/multi30k}   # local copy (has raw/)
 MULTI30K_URL=${MULTI30K_URL:-https://github.com/multi30k/dataset/raw/master/data/task1/raw}
-OUT_DIR=${OUT_DIR:-/work/runs/multi30k}
+OUT_DIR=${OUT_DIR:-$RUNS/multi30k}
 BIN_DIR=${BIN_DIR:-$OUT_DIR/bin}      # fairseq-preprocess output
 SRC=${SRC:-en}
 TGT=${TGT:-de}

@@ -13,7 +13,7 @@ set -euo pipefail
 
 WMT_DIR=${WMT_DIR:-$REPO/../shared/data/wmt/en-de}
 TRAIN_DIR=${TRAIN_DIR:-$WMT_DIR}
-OUT_DIR=${OUT_DIR:-/work/runs/wmt14-ende}
+OUT_DIR=${OUT_DIR:-$RUNS/wmt14-ende}
 SRC=${SRC:-en}; TGT=${TGT:-de}
 STATMT=${STATMT:-http://www.statmt.org}
 TRAIN_URLS=${TRAIN_URLS:-$STATMT/wmt13/training-parallel-europarl-v7.tgz $STATMT/wmt13/training-parallel-commoncrawl.tgz $STATMT/wmt14/training-parallel-nc-v9.tgz}

@@ -16,7 +16,7 @@ set -euo pipefail
 
 WMT_DIR=${WMT_DIR:-$REPO/../shared/data/wmt/en-ro}
 TRAIN_DIR=${TRAIN_DIR:-$WMT_DIR}
-OUT_DIR=${OUT_DIR:-/work/runs/wmt16-enro}
+OUT_DIR=${OUT_DIR:-$RUNS/wmt16-enro}
 SRC=${SRC:-en}; TGT=${TGT:-ro}
 EUROPARL_URL=${EUROPARL_URL:-http://data.statmt.org/wmt16/translation-task/training-parallel-ep-v8.tgz}
 SETIMES_URL=${SETIMES_URL:-https://object.pouta.csc.fi/OPUS-SETIMES/v2/moses/en-ro.txt.zip}

@@ -5,7 +5,7 @@
 # EVALUATE=1, decodes GEN_SUBSET with each at batch 1 (beam 1 and BEAM) side by side
 # (python -m fairseq_plugins.bench.systems): BLEU, tokens/s and ratios to single_l2r in
 # SAVE_ROOT/results.{md,png,json}.
-#   DATA=/work/runs/multi30k/bin bash recipes/double-token/train-multi30k.sh
+#   DATA=$RUNS/multi30k/bin bash recipes/double-token/train-multi30k.sh
 #   ORDERS="bidirectional single_l2r single_r2l double_l2r double_r2l" bash recipes/double-token/train-multi30k.sh
 #                                              # all systems of the paper's Table 2 (but Mask-Predict)
 #   DRY_RUN=1 DATA=<small binarized dir> SRC=src TGT=tgt REMOVE_BPE=none bash recipes/double-token/train-multi30k.sh
@@ -16,9 +16,9 @@ set -euo pipefail
 main() {
   . "$(dirname "$0")/../lib/common.sh"
   # data / output
-  DATA=${DATA:-/work/runs/multi30k/bin}        # fairseq-preprocess output (joined dictionary)
+  DATA=${DATA:-$RUNS/multi30k/bin}             # fairseq-preprocess output (joined dictionary)
   SRC=${SRC:-en}; TGT=${TGT:-de}
-  SAVE_ROOT=${SAVE_ROOT:-/work/runs/multi30k/double-token}   # one sub-directory per order
+  SAVE_ROOT=${SAVE_ROOT:-$RUNS/multi30k/double-token}   # one sub-directory per order
   ORDERS=${ORDERS:-bidirectional single_l2r}   # --target-order of each system, trained in turn
   # model (double_token_transformer_small: 3+3 layers, 256/1024, 4 heads)
   ARCH=${ARCH:-double_token_transformer_small}

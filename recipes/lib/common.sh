@@ -1,7 +1,12 @@
 # Shared helpers for the recipes; source it:  . "$(dirname "$0")/lib/common.sh"
-# Defines REPO (repository root), log, have, done_or, python/fairseq wrappers.
+# Defines REPO (repository root), RUNS (root of every default output path), log/die,
+# skip-if-done and input checks, python/fairseq wrappers.
 # shellcheck shell=bash
 REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+# Data, checkpoints and tables go under RUNS unless a recipe is given explicit paths (OUT, DATA,
+# SAVE_DIR...): by default the folder "runs" beside the checkout, so that nothing lands in the
+# repository and the paths do not depend on the directory a recipe is started from.
+RUNS=${RUNS:-$(dirname "$REPO")/runs}
 PYTHON=${PYTHON:-python}
 DRY_RUN=${DRY_RUN:-0}                          # 1: tiny slice, tiny model, CPU (see recipes/README.md)
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}   # torch oversubscribes small machines otherwise
@@ -16,6 +21,20 @@ die() { log "ERROR: $*"; exit 1; }
 
 # all_exist FILE...: true when every file exists and is non-empty (stage outputs present -> skip)
 all_exist() { local f; for f in "$@"; do [ -s "$f" ] || return 1; done; }
+
+# check_inputs NAME=FILE...: die with ONE line naming every missing or empty FILE (by its NAME;
+# an empty FILE: "NAME (not set)")
+check_inputs() {
+  local item missing=()
+  for item in "$@"; do
+    if [ -z "${item#*=}" ]; then missing+=("${item%%=*} (not set)")
+    elif [ ! -s "${item#*=}" ]; then missing+=("$item"); fi
+  done
+  [ ${#missing[@]} = 0 ] || die "missing input(s): $(IFS=';'; echo "${missing[*]}" | sed 's/;/; /g')"
+}
+
+# abspath PATH: PATH made absolute against the current directory (paths saved in checkpoints stay valid)
+abspath() { case $1 in /*) echo "$1" ;; *) echo "$PWD/${1#./}" ;; esac; }
 
 # kill_tree PID: PID and all its descendants (a background stage left behind by a failure)
 kill_tree() {
@@ -77,9 +96,13 @@ spm_learn_encode() {
       --vocab-size "$vocab" --model-type "$type" ${SPM_FLAGS:-}
   fi
   for split in "${splits[@]}"; do for lang in "${langs[@]}"; do
-    all_exist "$out_dir/$split.$lang" && continue
-    "$PYTHON" "$REPO/recipes/lib/spm.py" encode --model "$spm_dir/spm.model" \
-      < "$in_dir/$split.$lang" > "$out_dir/$split.$lang.tmp"
-    mv "$out_dir/$split.$lang.tmp" "$out_dir/$split.$lang"
+    spm_encode "$spm_dir/spm.model" "$in_dir/$split.$lang" "$out_dir/$split.$lang"
   done; done
+}
+
+# spm_encode MODEL IN OUT: IN encoded with the sentencepiece MODEL into OUT (skipped when OUT exists)
+spm_encode() {
+  all_exist "$3" && return 0
+  "$PYTHON" "$REPO/recipes/lib/spm.py" encode --model "$1" < "$2" > "$3.tmp"
+  mv "$3.tmp" "$3"
 }

@@ -2,8 +2,8 @@
 # 6+6 layers, 512 dims, 1,024 FFN, 4 heads, dropout 0.3, lr 5e-4, weight decay 1e-4.
 # shellcheck shell=bash disable=SC2034
 SRC=${SRC:-de}; TGT=${TGT:-en}
-DATA=${DATA:-/work/runs/iwslt14-deen/bin}
-SAVE_DIR=${SAVE_DIR:-/work/runs/iwslt14-deen/checkpoints/at-$SRC$TGT}
+DATA=${DATA:-$RUNS/iwslt14-deen/bin}
+SAVE_DIR=${SAVE_DIR:-$RUNS/iwslt14-deen/checkpoints/at-$SRC$TGT}
 ENC_LAYERS=${ENC_LAYERS:-6}; DEC_LAYERS=${DEC_LAYERS:-6}
 EMBED_DIM=${EMBED_DIM:-512}; FFN_DIM=${FFN_DIM:-1024}; HEADS=${HEADS:-4}; SHARE=${SHARE:-all}
 DROPOUT=${DROPOUT:-0.3}; LR=${LR:-5e-4}; ADAM_BETAS=${ADAM_BETAS:-(0.9, 0.98)}; WARMUP=${WARMUP:-4000}

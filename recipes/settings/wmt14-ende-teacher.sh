@@ -4,8 +4,8 @@
 # update-freq 16 per GPU (458,752 tokens/update), dropout 0.3, no clipping.
 # shellcheck shell=bash disable=SC2034
 SRC=${SRC:-en}; TGT=${TGT:-de}
-DATA=${DATA:-/work/runs/wmt14-ende/bin}
-SAVE_DIR=${SAVE_DIR:-/work/runs/wmt14-ende/checkpoints/teacher-big-$SRC$TGT}
+DATA=${DATA:-$RUNS/wmt14-ende/bin}
+SAVE_DIR=${SAVE_DIR:-$RUNS/wmt14-ende/checkpoints/teacher-big-$SRC$TGT}
 ARCH=${ARCH:-transformer}
 ENC_LAYERS=${ENC_LAYERS:-6}; DEC_LAYERS=${DEC_LAYERS:-6}
 EMBED_DIM=${EMBED_DIM:-1024}; FFN_DIM=${FFN_DIM:-4096}; HEADS=${HEADS:-16}; SHARE=${SHARE:-all}
