@@ -3,6 +3,8 @@
     python recipes/lib/spm.py train --input a.en,a.de --model-prefix DIR/spm --vocab-size 8000
     python recipes/lib/spm.py encode --model DIR/spm.model < in.txt > out.spm
     python recipes/lib/spm.py decode --model DIR/spm.model < out.spm > in.txt
+    python recipes/lib/spm.py check --model M.model --dict dict.en.txt --input train.en
+        # one line and exit 1 when the model's pieces are not the dictionary's
 """
 import argparse
 import sys
@@ -34,6 +36,36 @@ def decode(args):
         sys.stdout.write(sp.decode(line.split()) + "\n")
 
 
+def dictionary_symbols(path):
+    """The symbols of a fairseq dictionary file (``symbol count [#fairseq:overwrite]`` lines)."""
+    with open(path, encoding="utf-8") as f:
+        return {line.split()[0] for line in f if line.strip()}
+
+
+def unknown_rate(model, symbols, lines):
+    """Share of the pieces of ``lines`` (model-encoded) missing from ``symbols`` or unknown to the model."""
+    try:
+        sp = spm.SentencePieceProcessor(model_file=model)
+    except (OSError, RuntimeError) as error:
+        sys.exit(f"{model}: not a sentencepiece model ({str(error).splitlines()[0]})")
+    unk = sp.id_to_piece(sp.unk_id())
+    pieces = [piece for line in lines for piece in sp.encode(line.strip(), out_type=str)]
+    missing = sum(piece == unk or piece not in symbols for piece in pieces)
+    return missing / max(1, len(pieces)), len(pieces)
+
+
+def check(args):
+    """A dictionary built on text encoded with another model has most pieces unknown."""
+    with open(args.input, encoding="utf-8") as f:
+        lines = [line for _, line in zip(range(args.lines), f)]
+    rate, total = unknown_rate(args.model, dictionary_symbols(args.dict), lines)
+    if rate > args.max_unknown:
+        sys.exit(f"{args.model} does not fit {args.dict}: {100 * rate:.1f}% of the {total} pieces of the first "
+                 f"{len(lines)} lines of {args.input} are not in the dictionary (limit {100 * args.max_unknown:g}%): "
+                 "use the sentencepiece model the dictionary was built with")
+    print(f"{args.model} fits {args.dict}: {100 * rate:.2f}% of {total} pieces of {args.input} unknown", file=sys.stderr)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -51,6 +83,13 @@ def main(argv=None):
         p = sub.add_parser(name)
         p.add_argument("--model", required=True)
         p.set_defaults(func=func)
+    p = sub.add_parser("check", help="does the model's segmentation fit a fairseq dictionary?")
+    p.add_argument("--model", required=True)
+    p.add_argument("--dict", required=True, help="fairseq dictionary (dict.LANG.txt)")
+    p.add_argument("--input", required=True, help="raw text in the dictionary's language")
+    p.add_argument("--lines", type=int, default=1000, help="lines of --input to encode")
+    p.add_argument("--max-unknown", type=float, default=0.05, help="largest share of unknown pieces accepted")
+    p.set_defaults(func=check)
     args = parser.parse_args(argv)
     args.func(args)
 
