@@ -4,7 +4,15 @@ fairseq's ``TransformerDecoder`` in incremental mode feeds only the *last* input
 and builds no causal mask.  :class:`VerifierCache` feeds a block of ``m`` new tokens per
 row in one pass against the cached prefix, then keeps only each row's accepted part.
 
-Cache layout (self-attention buffers of every layer, fairseq's ``incremental_state``)::
+Two implementations of the layers, same numbers (tests/test_fast_verifier.py):
+
+- ``FastDecoderLayers`` (fast_decoder.py): preallocated key/value buffers written in place
+  at per-row offsets, rollback = moving the per-row lengths; used whenever
+  ``fast_path_problems`` finds nothing unusual in the decoder (the standard transformer).
+- :class:`FairseqLayers`: fairseq's own ``TransformerDecoderLayer`` calls with its
+  ``incremental_state``, the fallback for everything else.
+
+Fallback cache layout (self-attention buffers of every layer, fairseq's ``incremental_state``)::
 
     prev_key / prev_value: (B, heads, T, head_dim)
     row i's valid entries are [0, valid[i]); entries in [valid[i], T) are holes that
@@ -20,6 +28,7 @@ import torch.nn.functional as F
 from fairseq.modules import SinusoidalPositionalEmbedding
 from torch import Tensor
 
+from fairseq_plugins.decoding.fast_decoder import FastDecoderLayers, fast_path_problems
 from fairseq_plugins_compat.errors import PluginError
 
 
@@ -67,26 +76,77 @@ def block_causal_mask(cached_len: int, m: int, like: Tensor) -> Optional[Tensor]
     return mask
 
 
+class FairseqLayers:
+    """The decoder layers run by fairseq itself, on its ``incremental_state``; the cache is
+    appended at the physical end (``length``) for every row and cut back with a gather."""
+
+    ATTN_STATE = "attn_state"  # fairseq's MultiheadAttention incremental-state key
+
+    def __init__(self, decoder, encoder_out: Dict):
+        self.decoder = decoder
+        self.state: Dict[str, Dict[str, Optional[Tensor]]] = {}
+        self.encoder_out = encoder_out
+
+    def forward(self, x: Tensor, length: int) -> Tensor:
+        """x (m, B, C) after ``length`` physical cache slots -> (m, B, C)."""
+        enc = self.encoder_out
+        encoder_states = enc["encoder_out"][0] if len(enc["encoder_out"]) > 0 else None
+        encoder_mask = enc["encoder_padding_mask"][0] if len(enc["encoder_padding_mask"]) > 0 else None
+        attn_mask = block_causal_mask(length, x.size(0), x)
+        for layer in self.decoder.layers:
+            x, _, _ = layer(x, encoder_states, encoder_mask, self.state, self_attn_mask=attn_mask)
+        return x
+
+    def rollback(self, valid: Tensor, new_valid: Tensor, old_len: int, new_len: int):
+        """Row i keeps [0, valid[i]) and the block's first new_valid[i] - valid[i] slots,
+        which start at physical slot ``old_len``."""
+        slots = torch.arange(new_len, device=valid.device).unsqueeze(0)  # (1, T')
+        holes = slots >= new_valid.unsqueeze(1)  # (B, T')
+        contiguous = bool((valid == old_len).all())
+        if not contiguous:
+            index = torch.where(slots < valid.unsqueeze(1), slots, old_len + slots - valid.unsqueeze(1))
+            index = index.masked_fill(holes, 0)
+        for layer in self.decoder.layers:
+            buffer = layer.self_attn.get_incremental_state(self.state, self.ATTN_STATE)
+            for name in ("prev_key", "prev_value"):
+                cache = buffer[name]  # (B, heads, T, head_dim)
+                if contiguous:
+                    buffer[name] = cache[:, :, :new_len]
+                else:
+                    expanded = index[:, None, :, None].expand(-1, cache.size(1), -1, cache.size(3))
+                    buffer[name] = cache.gather(2, expanded)
+            buffer["prev_key_padding_mask"] = holes if bool(holes.any()) else None
+            layer.self_attn.set_incremental_state(self.state, self.ATTN_STATE, buffer)
+
+    def keep_rows(self, rows: Tensor, encoder_out: Dict):
+        self.decoder.reorder_incremental_state_scripting(self.state, rows)
+        self.encoder_out = encoder_out
+
+
 class VerifierCache:
     """Incremental state of one AT decoder, fed blocks of tokens and cut back per row.
 
     It owns the decoding positions: row i has ``valid[i]`` tokens in the cache, so the
     next token it is fed is at decoding step ``valid[i]`` (fairseq position
-    ``step + padding_idx + 1``).
+    ``step + padding_idx + 1``).  ``fast=False`` forces the fairseq-layer fallback.
     """
 
-    ATTN_STATE = "attn_state"  # fairseq's MultiheadAttention incremental-state key
-
-    def __init__(self, model, encoder_out: Dict, batch_size: int, device):
+    def __init__(self, model, encoder_out: Dict, batch_size: int, device, fast: bool = True):
         check_supported_decoder(model.decoder)
         self.model = model
         self.decoder = model.decoder
         self.decoder.set_beam_size(1)  # a beam search before us may have set it: keep_rows reorders by row
         self.encoder_out = encoder_out
-        self.state: Dict[str, Dict[str, Optional[Tensor]]] = {}
         self.valid = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,) valid entries per row
-        self.length = 0  # T, physical cache length (>= every valid[i])
+        self.length = 0  # T, cache length (>= every valid[i]; the fallback's physical length)
         self.block_len = 0  # tokens fed by the last forward_block
+        self.fast = fast and not fast_path_problems(self.decoder)
+        if self.fast:
+            like = self.decoder.embed_tokens.weight
+            self.layers = FastDecoderLayers(self.decoder, encoder_out, batch_size, like)
+        else:
+            self.layers = FairseqLayers(self.decoder, encoder_out)
+        self._fewest = 0  # min(valid), kept by the fast path
 
     def steps(self, m: int) -> Tensor:
         """(B, m) decoding step of each token of the next block of ``m``."""
@@ -100,24 +160,11 @@ class VerifierCache:
         """
         decoder = self.decoder
         m = tokens.size(1)
-        x = decoder.embed_scale * decoder.embed_tokens(tokens)
-        if decoder.quant_noise is not None:
-            x = decoder.quant_noise(x)
-        if decoder.project_in_dim is not None:
-            x = decoder.project_in_dim(x)
-        pos = embed_positions_at(decoder.embed_positions, self.steps(m) + decoder.padding_idx + 1)
-        if pos is not None:
-            x = x + pos
-        if decoder.layernorm_embedding is not None:
-            x = decoder.layernorm_embedding(x)
-        x = decoder.dropout_module(x).transpose(0, 1)  # (m, B, C)
-
-        enc = self.encoder_out
-        encoder_states = enc["encoder_out"][0] if len(enc["encoder_out"]) > 0 else None
-        encoder_mask = enc["encoder_padding_mask"][0] if len(enc["encoder_padding_mask"]) > 0 else None
-        attn_mask = block_causal_mask(self.length, m, x)
-        for layer in decoder.layers:
-            x, _, _ = layer(x, encoder_states, encoder_mask, self.state, self_attn_mask=attn_mask)
+        x = self._embed(tokens)  # (m, B, C)
+        if self.fast:
+            x = self.layers.forward(x, self.valid, self._fewest, self.length)
+        else:
+            x = self.layers.forward(x, self.length)
         if decoder.layer_norm is not None:
             x = decoder.layer_norm(x)
         x = x.transpose(0, 1)
@@ -127,38 +174,44 @@ class VerifierCache:
         self.block_len = m
         return F.log_softmax(decoder.output_layer(x).float(), dim=-1), x
 
+    def _embed(self, tokens: Tensor) -> Tensor:
+        """fairseq's decoder input embedding at each row's steps: (B, m) -> (m, B, C)."""
+        decoder = self.decoder
+        x = decoder.embed_scale * decoder.embed_tokens(tokens)
+        if decoder.quant_noise is not None:
+            x = decoder.quant_noise(x)
+        if decoder.project_in_dim is not None:
+            x = decoder.project_in_dim(x)
+        pos = embed_positions_at(decoder.embed_positions, self.steps(tokens.size(1)) + decoder.padding_idx + 1)
+        if pos is not None:
+            x = x + pos
+        if decoder.layernorm_embedding is not None:
+            x = decoder.layernorm_embedding(x)
+        return decoder.dropout_module(x).transpose(0, 1)
+
     def rollback(self, kept: Tensor):
         """Keep, per row, the first ``kept[i]`` of the tokens the last ``forward_block`` fed.
 
         Args:
             kept: (B,) long, 0 <= kept[i] <= block length.
         """
-        old_len = self.length - self.block_len  # where the block starts physically
         new_valid = self.valid + kept
         new_len = int(new_valid.max())
-        slots = torch.arange(new_len, device=kept.device).unsqueeze(0)  # (1, T')
-        holes = slots >= new_valid.unsqueeze(1)  # (B, T')
-        contiguous = bool((self.valid == old_len).all())
-        if not contiguous:  # row i: [0, valid_i) then the block's [old_len, old_len + kept_i)
-            valid = self.valid.unsqueeze(1)
-            index = torch.where(slots < valid, slots, old_len + slots - valid).masked_fill(holes, 0)
-        for layer in self.decoder.layers:
-            buffer = layer.self_attn.get_incremental_state(self.state, self.ATTN_STATE)
-            for name in ("prev_key", "prev_value"):
-                cache = buffer[name]  # (B, heads, T, head_dim)
-                if contiguous:
-                    buffer[name] = cache[:, :, :new_len]
-                else:
-                    expanded = index[:, None, :, None].expand(-1, cache.size(1), -1, cache.size(3))
-                    buffer[name] = cache.gather(2, expanded)
-            buffer["prev_key_padding_mask"] = holes if bool(holes.any()) else None
-            layer.self_attn.set_incremental_state(self.state, self.ATTN_STATE, buffer)
+        if self.fast:
+            self._fewest = int(new_valid.min())
+        else:
+            self.layers.rollback(self.valid, new_valid, self.length - self.block_len, new_len)
         self.valid = new_valid
         self.length = new_len
         self.block_len = 0
 
     def keep_rows(self, rows: Tensor):
         """Keep only batch rows ``rows`` (1-D long): finished rows leave the batch."""
-        self.decoder.reorder_incremental_state_scripting(self.state, rows)
         self.encoder_out = self.model.encoder.reorder_encoder_out(self.encoder_out, rows)
-        self.valid = self.valid.index_select(0, rows)  # the physical length stays
+        if self.fast:
+            self.layers.keep_rows(rows)
+        else:
+            self.layers.keep_rows(rows, self.encoder_out)
+        self.valid = self.valid.index_select(0, rows)  # the fallback's physical length stays
+        if self.fast and rows.numel() > 0:
+            self._fewest, self.length = int(self.valid.min()), int(self.valid.max())

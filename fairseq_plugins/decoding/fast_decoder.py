@@ -1,0 +1,253 @@
+"""A lean inference forward of fairseq's decoder layers over preallocated key/value buffers.
+
+fairseq's ``MultiheadAttention`` in incremental mode concatenates the whole cache with the
+new keys on every call, and a block verifier then has to cut every cache back.  Here each
+layer owns buffers written in place::
+
+    self_key / self_value: (B, heads, capacity, head_dim), zero-initialised
+    row i's block of m tokens is written at slots [valid[i], valid[i] + m);
+    slots past a row's own tokens are masked, never read as data.
+
+so rolling back is moving the per-row lengths (the caller's ``valid``) and nothing else.
+The encoder keys/values are projected once per batch.
+
+The arithmetic mirrors fairseq 0.12.2's own incremental path (which an incremental
+``MultiheadAttention`` always takes, never ``F.multi_head_attention_forward``): q/k/v
+linear projections, ``q *= head_dim ** -0.5`` before ``bmm(q, k^T)``, -inf masking,
+softmax in float32, ``bmm(probs, v)``, output projection; the layer's residuals and
+layer norms as configured (pre- or post-norm).  Dropout is the identity (eval).
+"""
+from typing import Callable, List, Optional
+
+import torch
+import torch.nn.functional as F
+from fairseq.modules import LayerDropModuleList, MultiheadAttention
+from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
+from torch import Tensor, nn
+
+INITIAL_CAPACITY = 32
+
+
+def _attention_problems(attn, name: str) -> List[str]:
+    if type(attn) is not MultiheadAttention:
+        return [f"{name} of type {type(attn).__name__}"]
+    problems = []
+    if attn.bias_k is not None or attn.add_zero_attn:
+        problems.append(f"{name} with bias_kv/zero_attn")
+    if attn.skip_embed_dim_check or attn.onnx_trace or attn.dropout_module.apply_during_inference:
+        problems.append(f"{name} with pruned heads, onnx tracing or inference dropout")
+    if any(type(proj) is not nn.Linear for proj in (attn.q_proj, attn.k_proj, attn.v_proj, attn.out_proj)):
+        problems.append(f"{name} with quantised projections")
+    return problems
+
+
+def _layer_problems(layer) -> List[str]:
+    if type(layer).forward is not TransformerDecoderLayerBase.forward:
+        return [f"decoder layer type {type(layer).__name__}"]
+    problems = []
+    if layer.cross_self_attention or not layer.self_attn.self_attention:
+        problems.append("cross-self-attention")
+    if layer.quant_noise or type(layer.fc1) is not nn.Linear or type(layer.fc2) is not nn.Linear:
+        problems.append("quant noise")
+    if any(p is not None for p in (layer.c_attn, layer.attn_ln, layer.ffn_layernorm, layer.w_resid)):
+        problems.append("scaled heads/attention/fc/residuals")
+    if layer.onnx_trace or layer.dropout_module.apply_during_inference \
+            or layer.activation_dropout_module.apply_during_inference:
+        problems.append("onnx tracing or inference dropout")
+    problems += _attention_problems(layer.self_attn, "self-attention")
+    if layer.encoder_attn is not None:
+        problems += _attention_problems(layer.encoder_attn, "encoder attention")
+    return problems
+
+
+def fast_path_problems(decoder) -> List[str]:
+    """Why :class:`FastDecoderLayers` cannot run ``decoder``'s layers (empty list: it can)."""
+    if decoder.training:
+        return ["training mode"]
+    if isinstance(decoder.layers, LayerDropModuleList):
+        return ["layerdrop"]
+    problems = []
+    for layer in decoder.layers:
+        problems += [p for p in _layer_problems(layer) if p not in problems]
+    return problems
+
+
+def _norm(module) -> Callable[[Tensor], Tensor]:
+    """The layer norm as a plain function (a module call costs more than the kernel)."""
+    if type(module) is not nn.LayerNorm:
+        return module
+    shape, weight, bias, eps = module.normalized_shape, module.weight, module.bias, module.eps
+    return lambda x: F.layer_norm(x, shape, weight, bias, eps)
+
+
+def _heads_first(x: Tensor, heads: int, head_dim: int) -> Tensor:
+    """(T, B, heads * head_dim) -> (B * heads, T, head_dim), as fairseq lays q/k/v out."""
+    return x.contiguous().view(x.size(0), x.size(1) * heads, head_dim).transpose(0, 1)
+
+
+def _attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], heads: int) -> Tensor:
+    """Scaled q (B*H, m, d), keys/values (B*H, L, d), bool mask broadcastable to
+    (B, H, m, L) (True = hidden) -> (m, B, H*d)."""
+    weights = torch.bmm(q, k.transpose(1, 2))
+    bh, m, length = weights.shape
+    if mask is not None:
+        weights = weights.view(bh // heads, heads, m, length).masked_fill(mask, float("-inf")).view(bh, m, length)
+    probs = F.softmax(weights, dim=-1, dtype=torch.float32).type_as(weights)
+    out = torch.bmm(probs, v)
+    return out.transpose(0, 1).contiguous().view(m, bh // heads, -1)
+
+
+class FastLayer:
+    """One ``TransformerDecoderLayer``'s weights and key/value buffers."""
+
+    def __init__(self, layer, batch_size: int, like: Tensor):
+        sa = layer.self_attn
+        self.heads, self.head_dim, self.scaling = sa.num_heads, sa.head_dim, sa.scaling
+        self.normalize_before = layer.normalize_before
+        self.self_qkv = (sa.q_proj, sa.k_proj, sa.v_proj)
+        self.self_out = sa.out_proj
+        self.self_norm = _norm(layer.self_attn_layer_norm)
+        self.encoder_attn = layer.encoder_attn
+        self.encoder_norm = _norm(layer.encoder_attn_layer_norm) if layer.encoder_attn is not None else None
+        self.fc1, self.fc2, self.activation = layer.fc1, layer.fc2, layer.activation_fn
+        self.final_norm = _norm(layer.final_layer_norm)
+        shape = (batch_size, self.heads, INITIAL_CAPACITY, self.head_dim)
+        self.key = like.new_zeros(shape)
+        self.value = like.new_zeros(shape)
+        self.encoder_key: Optional[Tensor] = None  # (B*H, S, d)
+        self.encoder_value: Optional[Tensor] = None
+
+    def project_encoder(self, encoder_states: Optional[Tensor]):
+        """Encoder keys/values (S, B, C) -> (B*H, S, d), once per batch."""
+        if self.encoder_attn is None or encoder_states is None:
+            return
+        ea = self.encoder_attn
+        self.encoder_key = _heads_first(F.linear(encoder_states, ea.k_proj.weight, ea.k_proj.bias), self.heads, self.head_dim)
+        self.encoder_value = _heads_first(F.linear(encoder_states, ea.v_proj.weight, ea.v_proj.bias), self.heads, self.head_dim)
+
+    def ensure_capacity(self, needed: int):
+        capacity = self.key.size(2)
+        if needed <= capacity:
+            return
+        capacity = max(needed, 2 * capacity)
+        for name in ("key", "value"):
+            old = getattr(self, name)
+            new = old.new_zeros(old.size(0), old.size(1), capacity, old.size(3))
+            new[:, :, : old.size(2)] = old
+            setattr(self, name, new)
+
+    def keep_rows(self, rows: Tensor):
+        self.key, self.value = self.key.index_select(0, rows), self.value.index_select(0, rows)
+        if self.encoder_key is not None:
+            bh, s, d = self.encoder_key.shape
+            self.encoder_key = self.encoder_key.view(bh // self.heads, self.heads, s, d).index_select(0, rows).view(-1, s, d)
+            self.encoder_value = self.encoder_value.view(bh // self.heads, self.heads, s, d).index_select(0, rows).view(-1, s, d)
+
+    def self_attention(self, x: Tensor, write, length: int, mask: Optional[Tensor]) -> Tensor:
+        """x (m, B, C); ``write(buffer, new)`` stores new (B, H, m, d) at each row's slots."""
+        q_proj, k_proj, v_proj = self.self_qkv
+        m, bsz, _ = x.shape
+        q = F.linear(x, q_proj.weight, q_proj.bias)
+        q *= self.scaling
+        for buffer, proj in ((self.key, k_proj), (self.value, v_proj)):
+            new = F.linear(x, proj.weight, proj.bias).view(m, bsz, self.heads, self.head_dim).permute(1, 2, 0, 3)
+            write(buffer, new)
+        keys = self.key[:, :, :length].reshape(bsz * self.heads, length, self.head_dim)
+        values = self.value[:, :, :length].reshape(bsz * self.heads, length, self.head_dim)
+        out = _attend(_heads_first(q, self.heads, self.head_dim), keys, values, mask, self.heads)
+        return F.linear(out, self.self_out.weight, self.self_out.bias)
+
+    def encoder_attention(self, x: Tensor, encoder_mask: Optional[Tensor]) -> Tensor:
+        ea = self.encoder_attn
+        q = F.linear(x, ea.q_proj.weight, ea.q_proj.bias)
+        q *= self.scaling
+        out = _attend(_heads_first(q, self.heads, self.head_dim), self.encoder_key, self.encoder_value,
+                      encoder_mask, self.heads)
+        return F.linear(out, ea.out_proj.weight, ea.out_proj.bias)
+
+    def forward(self, x: Tensor, write, length: int, self_mask, encoder_mask) -> Tensor:
+        """fairseq's ``TransformerDecoderLayerBase.forward`` at inference, x (m, B, C)."""
+        pre = self.normalize_before
+        residual = x
+        x = residual + self.self_attention(self.self_norm(x) if pre else x, write, length, self_mask)
+        if not pre:
+            x = self.self_norm(x)
+        if self.encoder_key is not None:
+            residual = x
+            x = residual + self.encoder_attention(self.encoder_norm(x) if pre else x, encoder_mask)
+            if not pre:
+                x = self.encoder_norm(x)
+        residual = x
+        h = self.final_norm(x) if pre else x
+        h = F.linear(self.activation(F.linear(h, self.fc1.weight, self.fc1.bias)), self.fc2.weight, self.fc2.bias)
+        x = residual + h
+        return x if pre else self.final_norm(x)
+
+
+class FastDecoderLayers:
+    """All decoder layers, fed blocks of m tokens per row at per-row offsets.
+
+    The caller owns the per-row lengths: ``forward`` writes row i's block at slots
+    [valid[i], valid[i] + m) of every buffer, and the caller then adds what it keeps.
+    """
+
+    def __init__(self, decoder, encoder_out, batch_size: int, like: Tensor):
+        self.layers = [FastLayer(layer, batch_size, like) for layer in decoder.layers]
+        states = encoder_out["encoder_out"][0] if len(encoder_out["encoder_out"]) > 0 else None
+        masks = encoder_out["encoder_padding_mask"]
+        for layer in self.layers:
+            layer.project_encoder(states)
+        self.encoder_mask = None  # (B, 1, 1, S) bool, None when no source position is padding
+        if len(masks) > 0 and bool(masks[0].any()):
+            self.encoder_mask = masks[0].to(torch.bool)[:, None, None, :]
+
+    def forward(self, x: Tensor, valid: Tensor, low: int, high: int) -> Tensor:
+        """x (m, B, C) at steps valid[i] + j; every row has between ``low`` and ``high``
+        cached tokens. Returns (m, B, C)."""
+        m = x.size(0)
+        length = high + m
+        for layer in self.layers:
+            layer.ensure_capacity(length)
+        if low == high:
+            write, self_mask = self._uniform_write(low, m), self._uniform_mask(low, m, x.device)
+        else:
+            write, self_mask = self._ragged_write(valid, m), self._ragged_mask(valid, length, m)
+        for layer in self.layers:
+            x = layer.forward(x, write, length, self_mask, self.encoder_mask)
+        return x
+
+    @staticmethod
+    def _uniform_write(start: int, m: int):
+        def write(buffer: Tensor, new: Tensor):
+            buffer[:, :, start:start + m] = new
+        return write
+
+    @staticmethod
+    def _uniform_mask(start: int, m: int, device) -> Optional[Tensor]:
+        """(m, start + m) bool, True above the block's diagonal; None for one token."""
+        if m == 1:
+            return None
+        slots = torch.arange(start + m, device=device)
+        return slots.unsqueeze(0) > (start + torch.arange(m, device=device)).unsqueeze(1)
+
+    @staticmethod
+    def _ragged_write(valid: Tensor, m: int):
+        slots = valid.unsqueeze(1) + torch.arange(m, device=valid.device)  # (B, m)
+
+        def write(buffer: Tensor, new: Tensor):
+            index = slots[:, None, :, None].expand(-1, new.size(1), -1, new.size(3))
+            buffer.scatter_(2, index, new)
+        return write
+
+    @staticmethod
+    def _ragged_mask(valid: Tensor, length: int, m: int) -> Tensor:
+        """(B, 1, m, length) bool: token j of row i sees slots <= valid[i] + j."""
+        last_seen = valid.unsqueeze(1) + torch.arange(m, device=valid.device)  # (B, m)
+        slots = torch.arange(length, device=valid.device)
+        return (slots > last_seen.unsqueeze(2)).unsqueeze(1)
+
+    def keep_rows(self, rows: Tensor):
+        for layer in self.layers:
+            layer.keep_rows(rows)
+        if self.encoder_mask is not None:
+            self.encoder_mask = self.encoder_mask.index_select(0, rows)

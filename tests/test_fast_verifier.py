@@ -1,0 +1,137 @@
+"""The verifier's lean block forward (fast_decoder.py) against fairseq's own layers.
+
+Both ``VerifierCache`` implementations are driven with the same random ragged blocks,
+rollbacks and leaving rows; they must give the same log-probabilities.
+"""
+import argparse
+
+import pytest
+import torch
+from fairseq.models.transformer import TransformerModel, base_architecture
+from fairseq.sequence_generator import SequenceGenerator
+
+from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
+from fairseq_plugins.decoding.incremental import VerifierCache
+from tiny_models import DictTask, build_transformer, make_batch, make_dictionary
+from test_speculative_parity import RandomDrafter
+
+DICT = make_dictionary(30)
+
+
+def build_model(seed=0, dtype=torch.float32, **options):
+    """A random 2-layer transformer; ``options`` are fairseq architecture arguments."""
+    args = argparse.Namespace(
+        encoder_layers=2, decoder_layers=2, encoder_embed_dim=16, decoder_embed_dim=16,
+        encoder_ffn_embed_dim=32, decoder_ffn_embed_dim=32, encoder_attention_heads=2,
+        decoder_attention_heads=2, share_all_embeddings=True, dropout=0.0,
+        max_source_positions=64, max_target_positions=64, **options,
+    )
+    base_architecture(args)
+    torch.manual_seed(seed)
+    model = TransformerModel.build_model(args, DictTask(DICT))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.3) if p.dim() == 1 else p.normal_(0, 16 ** -0.5)
+    return model.to(dtype).eval()
+
+
+def drive_both(model, seed, lengths=(5, 2, 9), iterations=8, max_block=5):
+    """Feed the same random blocks to a fast and a fallback cache; rows leave at random.
+    Returns the list of (fast lprobs, fallback lprobs, fast hidden, fallback hidden)."""
+    batch = make_batch(DICT, list(lengths), seed=seed)["net_input"]
+    encoder_out = model.encoder(batch["src_tokens"], src_lengths=batch["src_lengths"])
+    fast = VerifierCache(model, encoder_out, len(lengths), "cpu")
+    slow = VerifierCache(model, encoder_out, len(lengths), "cpu", fast=False)
+    assert fast.fast and not slow.fast
+    g = torch.Generator().manual_seed(seed)
+    outputs = []
+    with torch.no_grad():
+        for _ in range(iterations):
+            bsz = int(fast.valid.numel())
+            m = int(torch.randint(1, max_block + 1, (1,), generator=g))
+            tokens = torch.randint(DICT.nspecial, len(DICT), (bsz, m), generator=g)
+            outputs.append(fast.forward_block(tokens) + slow.forward_block(tokens))
+            kept = torch.randint(0, m + 1, (bsz,), generator=g)
+            fast.rollback(kept)
+            slow.rollback(kept)
+            assert fast.valid.tolist() == slow.valid.tolist()
+            if bsz > 1 and bool(torch.rand(1, generator=g) < 0.4):
+                rows = torch.randperm(bsz, generator=g)[: bsz - 1].sort().values
+                fast.keep_rows(rows)
+                slow.keep_rows(rows)
+    return outputs
+
+
+def assert_same(outputs):
+    for fast_lprobs, fast_hidden, slow_lprobs, slow_hidden in outputs:
+        assert fast_lprobs.dtype == torch.float32 and fast_lprobs.shape == slow_lprobs.shape
+        torch.testing.assert_close(fast_lprobs, slow_lprobs, rtol=0, atol=1e-6)
+        torch.testing.assert_close(fast_hidden, slow_hidden, rtol=0, atol=1e-6)
+        assert torch.equal(fast_lprobs.argmax(-1), slow_lprobs.argmax(-1))
+
+
+@pytest.mark.parametrize("options", [
+    {},
+    {"decoder_normalize_before": True, "encoder_normalize_before": True},
+    {"decoder_learned_pos": True, "encoder_learned_pos": True},
+    {"layernorm_embedding": True, "decoder_normalize_before": True, "activation_fn": "gelu"},
+    {"no_scale_embedding": True, "decoder_output_dim": 16, "decoder_input_dim": 16},
+], ids=["post-norm", "pre-norm", "learned-pos", "layernorm-embedding-gelu", "no-scale"])
+def test_fast_path_matches_fairseq_layers(options):
+    for seed in range(3):
+        assert_same(drive_both(build_model(seed, **options), seed))
+
+
+def test_single_row_and_one_token_blocks():
+    assert_same(drive_both(build_model(1), seed=1, lengths=(7,), iterations=12, max_block=1))
+
+
+def test_double_precision_is_exact_enough():
+    outputs = drive_both(build_model(2, dtype=torch.float64), seed=2)
+    for fast_lprobs, _, slow_lprobs, _ in outputs:
+        torch.testing.assert_close(fast_lprobs, slow_lprobs, rtol=0, atol=1e-12)
+
+
+def test_the_comparison_can_fail():
+    """A corrupted fast cache is noticed: the drive compares real numbers."""
+    model = build_model(0)
+    batch = make_batch(DICT, [4, 6], seed=0)["net_input"]
+    encoder_out = model.encoder(batch["src_tokens"], src_lengths=batch["src_lengths"])
+    fast, slow = VerifierCache(model, encoder_out, 2, "cpu"), VerifierCache(model, encoder_out, 2, "cpu", fast=False)
+    tokens = torch.tensor([[5, 6, 7], [8, 9, 10]])
+    with torch.no_grad():
+        for cache in (fast, slow):
+            cache.forward_block(tokens)
+            cache.rollback(torch.tensor([3, 2]))
+        fast.layers.layers[0].value[0, :, 1] += 10.0  # row 0, slot 1: a kept token
+        assert not torch.allclose(fast.forward_block(tokens[:, :2])[0], slow.forward_block(tokens[:, :2])[0], atol=1e-3)
+
+
+@pytest.mark.parametrize("options,reason", [
+    ({"decoder_layerdrop": 0.1}, "layerdrop"),
+    ({"quant_noise_pq": 0.1, "quant_noise_pq_block_size": 8}, "quant noise"),
+])
+def test_unsupported_configuration_falls_back(options, reason):
+    model = build_model(0, **options)
+    batch = make_batch(DICT, [3], seed=0)["net_input"]
+    encoder_out = model.encoder(batch["src_tokens"], src_lengths=batch["src_lengths"])
+    cache = VerifierCache(model, encoder_out, 1, "cpu")
+    assert not cache.fast
+    from fairseq_plugins.decoding.fast_decoder import fast_path_problems
+    assert reason in fast_path_problems(model.decoder)
+    with torch.no_grad():
+        lprobs, _ = cache.forward_block(torch.tensor([[DICT.eos(), 5]]))
+    assert lprobs.shape == (1, 2, len(DICT))
+
+
+def test_float32_generation_matches_fairseq_greedy():
+    for seed in range(4):
+        model = build_transformer(DICT, seed=seed, eos_boost=1.0, dtype=torch.float32)
+        batch = make_batch(DICT, [5, 2, 9, 4], seed=seed)
+        reference = SequenceGenerator([model], DICT, beam_size=1, max_len_b=20).generate([model], batch)
+        generator = SpeculativeGenerator(model, DICT, RandomDrafter(seed, len(DICT)),
+                                         SpeculativeConfig(block_size=4, max_len_b=20))
+        ours = generator.generate([model], batch)
+        for ref, out in zip(reference, ours):
+            assert out[0]["tokens"].tolist() == ref[0]["tokens"].tolist()
+            torch.testing.assert_close(out[0]["positional_scores"], ref[0]["positional_scores"], rtol=0, atol=1e-5)
