@@ -4,6 +4,8 @@
 # Keeps an installed torch >= 2.1; otherwise installs $TORCH_SPEC (default torch==2.13.0).
 # CPU-only machines: TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash install.sh
 # (or install a CPU torch first) to avoid several GB of CUDA wheels.
+# Contributors: EDITABLE=1 bash install.sh installs the working tree editable (pip install -e .):
+# edits under fairseq_plugins/ and fairseq_plugins_compat/ take effect without reinstalling.
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python}
@@ -37,5 +39,9 @@ echo "[3/4] fairseq 0.12.2 from PyPI (its sdist builds Cython/C++ parts; torchau
   || pip_install -c "$CONSTRAINTS" --no-deps fairseq==0.12.2
 
 echo "[4/4] fairseq_plugins (+ the compat startup hook)"
-pip_install -c "$CONSTRAINTS" --no-deps --no-build-isolation --force-reinstall .
+if [ "${EDITABLE:-0}" = 1 ]; then
+  pip_install -c "$CONSTRAINTS" --no-deps --no-build-isolation -e .
+else
+  pip_install -c "$CONSTRAINTS" --no-deps --no-build-isolation --force-reinstall .
+fi
 "$PYTHON" -c "import fairseq_plugins; print('fairseq_plugins installed, fairseq', __import__('fairseq').__version__, 'torch', __import__('torch').__version__)"

@@ -89,7 +89,6 @@ def test_no_noise_on_a_plain_run(reverse_data, tiny_checkpoint):
 GENUINE_WARNINGS = """
 import warnings
 import fairseq  # installs the filters
-from fairseq_plugins_compat import quiet
 warnings.warn("a genuine warning", UserWarning)
 warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated (from user code)", FutureWarning)
 exec(compile('import warnings; warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated (fairseq)", '
