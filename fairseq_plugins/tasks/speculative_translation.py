@@ -1,6 +1,7 @@
 """``--task speculative_translation``: fairseq's translation task plus the options of
 the plugin's decoders; ``build_generator()`` dispatches on ``--decoding``."""
 import dataclasses
+import re
 from dataclasses import field
 
 from fairseq.dataclass import ChoiceEnum
@@ -49,7 +50,8 @@ class SpeculativeTranslationTask(TranslationTask):
         except Exception as error:
             if "is invalid" not in str(error):
                 raise
-            raise PluginError(f"input longer than the models' max positions: {error}") from None
+            plain = re.sub(r"np\.\w+\(([^()]*)\)", r"\1", str(error))  # numpy scalar reprs -> numbers
+            raise PluginError(f"input longer than the models' max positions: {plain}") from None
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
         decoding = str(getattr(args, "decoding", None) or self.cfg.decoding)
