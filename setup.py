@@ -17,6 +17,8 @@ try:
 except ImportError:  # setuptools < 64: pip runs `setup.py develop` instead
     editable_wheel = None
 
+DEMO_DIR = "checkpoints/demo"  # the shipped Multi30k pair, installed to share/fairseq-specdec/demo
+DEMO_FILES = ("verifier.pt", "drafter.pt", "sentencepiece.model", "dict.en.txt", "dict.de.txt", "sentences.en")
 PTH_NAME = "fairseq_plugins_compat.pth"
 PTH_LINE = "import fairseq_plugins_compat.startup as s; s.install()\n"
 
@@ -96,5 +98,7 @@ setup(
             "fairseq-average-checkpoints = fairseq_plugins.scripts.average_checkpoints:cli_main",
         ]
     },
+    data_files=[("share/fairseq-specdec/demo", [f"{DEMO_DIR}/{name}" for name in DEMO_FILES
+                                                 if os.path.isfile(f"{DEMO_DIR}/{name}")])],
     cmdclass=CMDCLASS,
 )

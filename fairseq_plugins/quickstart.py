@@ -20,7 +20,10 @@ from pathlib import Path
 import torch
 
 PLUGIN_DIR = Path(__file__).resolve().parent
-DEMO_DIR = PLUGIN_DIR.parent / "checkpoints" / "demo"
+DEMO_FILES = ("verifier.pt", "drafter.pt", "sentencepiece.model", "dict.en.txt", "dict.de.txt", "sentences.en")
+# where the demo pair is looked for: the checkout (run from a clone, or an editable install), then
+# the copy setup.py installs with the package (share/fairseq-specdec/demo)
+DEMO_DIRS = (PLUGIN_DIR.parent / "checkpoints" / "demo", Path(sys.prefix) / "share" / "fairseq-specdec" / "demo")
 MODEL = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "64", "--decoder-embed-dim", "64",
          "--encoder-ffn-embed-dim", "128", "--decoder-ffn-embed-dim", "128", "--encoder-attention-heads", "4",
          "--decoder-attention-heads", "4", "--share-all-embeddings"]
@@ -67,14 +70,36 @@ def train_pair(workdir: Path):
     return data, verifier, drafter, sentences, dict(source_lang="src", target_lang="tgt")
 
 
-def demo_pair():
-    """The Multi30k en->de demo pair, if committed (see checkpoints/README.md)."""
-    files = [DEMO_DIR / name for name in ("verifier.pt", "drafter.pt", "sentencepiece.model", "sentences.en")]
-    if not all(f.exists() for f in files):
+def find_demo(demo_dir=None):
+    """The demo folder: ``demo_dir`` if given, else the first of ``DEMO_DIRS`` that exists (None if none)."""
+    if demo_dir is not None:
+        return Path(demo_dir)
+    return next((d for d in DEMO_DIRS if d.is_dir()), None)
+
+
+def demo_pair(demo_dir=None):
+    """The Multi30k en->de demo pair (see checkpoints/README.md), or None when there is no demo
+    folder.  A folder with a missing or unreadable file is an error naming the file (the toy pair
+    is trained only when the folder is absent)."""
+    from fairseq_plugins_compat.checkpoint_loading import CheckpointError, load_checkpoint_file
+    from fairseq_plugins_compat.errors import PluginError
+
+    folder = find_demo(demo_dir)
+    if folder is None:
         return None
-    print(f"using the Multi30k en->de demo pair in {DEMO_DIR}")
-    options = dict(source_lang="en", target_lang="de", sentencepiece_model=str(files[2]))
-    return DEMO_DIR, files[0], files[1], files[3].read_text().splitlines(), options
+    files = {name: folder / name for name in DEMO_FILES}
+    for name, path in files.items():
+        if not path.is_file() or path.stat().st_size == 0:
+            raise PluginError(f"demo pair {folder}: {name} is missing or empty (see checkpoints/README.md)")
+    for name in ("verifier.pt", "drafter.pt"):
+        try:
+            load_checkpoint_file(str(files[name]))
+        except CheckpointError as error:
+            raise PluginError(f"demo pair {folder}: {name} is not a readable checkpoint: {error}") from None
+    print(f"using the Multi30k en->de demo pair in {folder}")
+    options = dict(source_lang="en", target_lang="de", sentencepiece_model=str(files["sentencepiece.model"]))
+    sentences = [line for line in files["sentences.en"].read_text().splitlines() if line.strip()]
+    return folder, files["verifier.pt"], files["drafter.pt"], sentences, options
 
 
 def reuse_instructions(data, verifier, drafter, options, workdir=None):
@@ -109,10 +134,12 @@ def main(argv=None):
     parser.add_argument("--workdir", default=os.environ.get("QUICKSTART_DIR", "quickstart-work"),
                         help="where the synthetic data and tiny models go (default: ./quickstart-work)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads for the timing (default 1)")
+    parser.add_argument("--demo-dir", help="the demo pair's folder (default: checkpoints/demo of the checkout, "
+                                           "else the copy installed with the package; none: train the toy pair)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     workdir = Path(args.workdir).resolve()
-    demo = demo_pair()
+    demo = demo_pair(args.demo_dir)
     data, verifier, drafter, sentences, options = demo or train_pair(workdir)
 
     from fairseq_plugins.api import Translator
@@ -135,5 +162,14 @@ def main(argv=None):
     return 0 if identical == len(sentences) else 1
 
 
+def cli_main():
+    from fairseq_plugins_compat.errors import PluginError
+
+    try:
+        sys.exit(main())
+    except PluginError as error:
+        sys.exit(f"quickstart: error: {error}")
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    cli_main()

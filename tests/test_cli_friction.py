@@ -183,7 +183,7 @@ def test_quickstart_run_ends_with_the_models_folder(reverse_data, tiny_checkpoin
         trained_in.append(workdir)
         return reverse_data, tiny_checkpoint, small_drafter, sentences, dict(source_lang="src", target_lang="tgt")
 
-    monkeypatch.setattr(quickstart, "demo_pair", lambda: None)
+    monkeypatch.setattr(quickstart, "demo_pair", lambda demo_dir=None: None)
     monkeypatch.setattr(quickstart, "train_pair", train_pair)
     assert quickstart.main(["--workdir", str(tmp_path / "qs")]) == 0
     out = capsys.readouterr().out
