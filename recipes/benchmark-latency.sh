@@ -16,7 +16,7 @@ SRC=${SRC:-en}; TGT=${TGT:-de}
 SAVE_DIR=${SAVE_DIR:-$(dirname "$DATA")/checkpoints/at-$SRC$TGT}
 CHECKPOINT=${CHECKPOINT:-$SAVE_DIR/checkpoint_avg10.pt}
 DRAFTER=${DRAFTER:-}                      # block NAT drafter checkpoint (SpecDec rows)
-DECODERS=${DECODERS:-beam1,beam5,specdec,specdec++,specdec++:beta=5,tau=3,iad,jacobi,gs-jacobi,hybrid-jacobi,drafter-only}
+DECODERS=${DECODERS:-}                  # empty: every registered decoder (the harness default); + oracle,bound
 SUBSET=${SUBSET:-test}
 DEVICE=${DEVICE:-cpu}                     # cpu | cuda
 FP16=${FP16:-0}                           # 1: half precision (cuda only)
@@ -26,6 +26,7 @@ MAX_SENTENCES=${MAX_SENTENCES:-0}         # 0: the whole split
 BATCH_SIZES=${BATCH_SIZES:-1}             # 1: the paper's latency setting; e.g. 1,8,32 for a sweep
 REMOVE_BPE=${REMOVE_BPE:-${EVAL_BPE:-subword_nmt}}   # subword_nmt | sentencepiece | none
 CT2=${CT2:-1}                             # 0: no CTranslate2 rows
+PROFILE=${PROFILE:-0}                     # 1: --profile (per-iteration cost split, needs beam1)
 DRY_ARGS=()
 if [ "$DRY_RUN" = 1 ]; then
   DEVICE=cpu; FP16=0; WARMUP=1; MAX_SENTENCES=${DRY_SENTENCES:-5}; DRY_ARGS=(--max-len-a 1 --max-len-b 5)
@@ -36,13 +37,15 @@ OUT_PREFIX=${OUT_PREFIX:-$OUT_DIR/latency-$SUBSET-$DEVICE-$PRECISION-batch${BATC
 export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
 
 args=("$DATA" --path "$CHECKPOINT" --source-lang "$SRC" --target-lang "$TGT" --gen-subset "$SUBSET"
-      --decoders "$DECODERS" --device "$DEVICE" --threads "$THREADS" --warmup "$WARMUP"
+      --device "$DEVICE" --threads "$THREADS" --warmup "$WARMUP"
       --max-sentences "$MAX_SENTENCES" --batch-sizes "$BATCH_SIZES" --remove-bpe "$REMOVE_BPE"
       --out-md "$OUT_PREFIX.md" --out-png "$OUT_PREFIX.png" --out-json "$OUT_PREFIX.json")
+if [ -n "$DECODERS" ]; then args+=(--decoders "$DECODERS"); fi
 if [ -n "$DRAFTER" ]; then args+=(--drafter-path "$DRAFTER"); fi
+if [ "$PROFILE" = 1 ]; then args+=(--profile); fi
 if [ "$FP16" = 1 ]; then args+=(--fp16); fi
 if [ "$CT2" != 1 ]; then args+=(--no-ctranslate2); fi
 mkdir -p "$(dirname "$OUT_PREFIX")"
-log "latency of $DECODERS on $SUBSET ($DEVICE, $THREADS threads, batch $BATCH_SIZES) -> $OUT_PREFIX.{md,png,json}"
+log "latency of ${DECODERS:-every registered decoder} on $SUBSET ($DEVICE, $THREADS threads, batch $BATCH_SIZES) -> $OUT_PREFIX.{md,png,json}"
 "$PYTHON" -m fairseq_plugins.bench.latency "${args[@]}" "${DRY_ARGS[@]}" "$@" >&2   # prints the table too
 echo "$OUT_PREFIX.md"

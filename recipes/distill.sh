@@ -5,8 +5,8 @@
 # DISTILL_VALID=1 (default): the valid targets are the teacher's translations too, so that the
 # drafter's validation (spec_tokens_per_iter) measures acceptance against the teacher's output;
 # the test split always keeps its references.
-#   TEACHER=/work/runs/multi30k/teacher/checkpoint_avg.pt RAW=/work/runs/multi30k/spm \
-#   VERIFIER_DATA=/work/runs/multi30k/bin OUT=/work/runs/multi30k/distilled bash recipes/distill.sh
+#   TEACHER=$RUNS/multi30k/teacher/checkpoint_avg.pt RAW=$RUNS/multi30k/spm \
+#   VERIFIER_DATA=$RUNS/multi30k/bin OUT=$RUNS/multi30k/distilled bash recipes/distill.sh
 # Resumable: run the same command again after a kill (finished chunks are kept).
 # Shards: NUM_SHARDS local processes, one GPU each when CUDA is visible.
 set -euo pipefail
@@ -14,16 +14,16 @@ main() {
   . "$(dirname "$0")/lib/common.sh"
 
   # inputs / outputs
-  TEACHER=${TEACHER:-${RUNS:-/work/runs}/multi30k/teacher/checkpoint_avg.pt}   # several: space separated (ensemble)
-  VERIFIER_DATA=${VERIFIER_DATA:-${RUNS:-/work/runs}/multi30k/bin}            # has dict.$SRC.txt and dict.$TGT.txt
+  TEACHER=${TEACHER:-$RUNS/multi30k/teacher/checkpoint_avg.pt}   # several: space separated (ensemble)
+  VERIFIER_DATA=${VERIFIER_DATA:-$RUNS/multi30k/bin}            # has dict.$SRC.txt and dict.$TGT.txt
   # the teacher's dictionaries (its checkpoint saves a possibly relative data path: not used)
   TEACHER_DATA=${TEACHER_DATA:-$VERIFIER_DATA}
   TEACHER_USER_DIR=${TEACHER_USER_DIR:-}       # --user-dir of a teacher from another plugin
-  RAW=${RAW:-${RUNS:-/work/runs}/multi30k/spm}          # preprocessed text: $RAW/$SPLIT.$SRC / .$TGT
+  RAW=${RAW:-$RUNS/multi30k/spm}          # preprocessed text: $RAW/$SPLIT.$SRC / .$TGT
   SRC=${SRC:-en}; TGT=${TGT:-de}
   TRAIN=${TRAIN:-train}; VALID=${VALID:-valid}; TEST=${TEST:-test}   # test keeps its references
   DISTILL_VALID=${DISTILL_VALID:-1}            # 1: valid targets = teacher translations; 0: references
-  OUT=${OUT:-${RUNS:-/work/runs}/multi30k/distilled}   # writes $OUT/text and $OUT/bin
+  OUT=${OUT:-$RUNS/multi30k/distilled}   # writes $OUT/text and $OUT/bin
   # generation
   # BEAM=1: lossless SpecDec accepts exactly the verifier's greedy continuation, so a drafter
   # distilled from the verifier's greedy output learns what will be accepted. BEAM=5: the

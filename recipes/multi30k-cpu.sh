@@ -20,9 +20,9 @@ main() {
   DOUBLE_TOKEN_EPOCHS=${DOUBLE_TOKEN_EPOCHS:-12}            # ~4.5 min each on one core (2 systems: ~110 min)
   MAX_SENTENCES=${MAX_SENTENCES:-0}            # latency on the first N test sentences (0: all 1,000)
   THREADS=${THREADS:-1}
-  DECODERS=${DECODERS:-beam1,beam5,specdec,specdec++,specdec++:beta=5,tau=3,iad,gs-jacobi,hybrid-jacobi,drafter-only}
+  DECODERS=${DECODERS:-$("$PYTHON" -c "from fairseq_plugins.bench.decoders import default_decoders as d; print(d())"),oracle,bound}
   local recipes=$REPO/recipes verifier=$OUT/verifier/checkpoint_avg$NUM_AVG.pt
-  local drafter=$OUT/drafter/checkpoint_last.pt results=$OUT/results/multi30k-test2016
+  local drafter=$OUT/drafter/checkpoint_best.pt results=$OUT/results/multi30k-test2016
   if [ "$DRY_RUN" = 1 ]; then NUM_AVG=2; verifier=$OUT/verifier/checkpoint_avg2.pt; fi
 
   log "1/6 data"
@@ -41,7 +41,7 @@ main() {
       THREADS=$THREADS bash "$recipes/train-at.sh"
     SAVE_DIR=$OUT/verifier NUM_AVG=$NUM_AVG OUTPUT=$verifier bash "$recipes/average-checkpoints.sh"
   fi
-  log "3/6 distillation (beam 5)"
+  log "3/6 distillation (greedy: what lossless SpecDec accepts)"
   TEACHER=$verifier RAW=$OUT/spm VERIFIER_DATA=$OUT/bin OUT=$OUT/distilled DEVICE=cpu bash "$recipes/distill.sh"
   log "4/6 drafter"
   if ! all_exist "$drafter"; then
@@ -56,7 +56,7 @@ main() {
   log "6/6 latency and BLEU of every decoder on test2016 (batch 1, $THREADS thread(s))"
   if ! all_exist "$results.md"; then
     DATA=$OUT/bin CHECKPOINT=$verifier DRAFTER=$drafter DECODERS=$DECODERS SUBSET=test \
-      REMOVE_BPE=sentencepiece THREADS=$THREADS MAX_SENTENCES=$MAX_SENTENCES OUT_PREFIX=$results \
+      REMOVE_BPE=sentencepiece THREADS=$THREADS MAX_SENTENCES=$MAX_SENTENCES OUT_PREFIX=$results PROFILE=1 \
       bash "$recipes/benchmark-latency.sh" --max-len-a 1.2 --max-len-b 10
   fi
   log "results: $results.md $results.png"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Train the block NAT drafter of SpecDec (glancing, block size k) with stock fairseq-train.
-#   VERIFIER=/work/runs/multi30k/verifier/checkpoint_avg5.pt SETTING=multi30k-drafter bash recipes/train-drafter.sh
+#   VERIFIER=$RUNS/multi30k/verifier/checkpoint_avg5.pt SETTING=multi30k-drafter bash recipes/train-drafter.sh
 #   SETTING=wmt14-ende-drafter bash recipes/train-drafter.sh      # paper Table 7 (right), 8 V100s
 # Everything else (launchers, batch scaling, DRY_RUN, extra options after the name) is
 # recipes/train-at.sh's: this script only switches task, arch and criterion.

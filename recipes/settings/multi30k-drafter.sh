@@ -4,9 +4,9 @@
 # depth is paid per step).  The best checkpoint is the one with the most SpecDec tokens per iteration
 # on valid (distill.sh's valid targets are the verifier's greedy translations).
 # shellcheck shell=bash disable=SC2034
-DATA=${DATA:-${RUNS:-/work/runs}/multi30k/distilled/bin}; SRC=${SRC:-en}; TGT=${TGT:-de}
-SAVE_DIR=${SAVE_DIR:-${RUNS:-/work/runs}/multi30k/drafter}
-VERIFIER=${VERIFIER:-${RUNS:-/work/runs}/multi30k/verifier/checkpoint_avg5.pt}
+DATA=${DATA:-$RUNS/multi30k/distilled/bin}; SRC=${SRC:-en}; TGT=${TGT:-de}
+SAVE_DIR=${SAVE_DIR:-$RUNS/multi30k/drafter}
+VERIFIER=${VERIFIER:-$RUNS/multi30k/verifier/checkpoint_avg5.pt}
 ENC_LAYERS=${ENC_LAYERS:-3}; DEC_LAYERS=${DEC_LAYERS:-2}
 EMBED_DIM=${EMBED_DIM:-256}; FFN_DIM=${FFN_DIM:-1024}; HEADS=${HEADS:-4}; SHARE=${SHARE:-all}
 DROPOUT=${DROPOUT:-0.1}; LR=${LR:-5e-4}; WARMUP=${WARMUP:-400}; ADAM_BETAS=${ADAM_BETAS:-(0.9, 0.999)}
