@@ -1,0 +1,261 @@
+"""KV cache of the block NAT drafter's prefix, kept across speculative iterations.
+
+With ``prefix_causal`` (see :mod:`drafter_blocks`) a prefix token never sees the queries
+nor later prefix tokens, so its states depend on the source and the tokens before it
+only: they can be computed once, when the token is accepted, and reused by every later
+proposal.  :class:`DrafterCache` feeds, per proposal, one block through the decoder::
+
+    columns 0 .. M-1      each row's new prefix tokens tokens[fed_i:length_i], right-padded
+    columns M .. M+Q-1    the Q mask queries (``n_queries``, as the uncached forward runs)
+
+against the self-attention buffers of fairseq's ``incremental_state``, then keeps only
+the new prefix tokens.  Cache layout (every layer's ``prev_key`` / ``prev_value``)::
+
+    (B, heads, T, head_dim), row i's valid entries are [0, fed_i) (left-aligned);
+    entries in [fed_i, T) are holes masked by ``prev_key_padding_mask`` (None if none).
+
+After each forward the query and pad entries are dropped by a gather that moves each
+row's new tokens right after its old ones (a slice when no row had holes), so T stays
+the longest accepted prefix and attention never pays for holes.  Encoder-attention
+buffers (the source keys/values) are computed once and only reordered.
+"""
+from typing import Dict, Optional
+
+import torch
+from torch import Tensor
+
+from fairseq_plugins.models import drafter_blocks
+from fairseq_plugins_compat.errors import PluginError
+
+
+def check_cacheable(decoder):
+    """Raise PluginError for drafters whose prefix states cannot be cached."""
+    if not getattr(decoder, "prefix_causal", False):
+        raise PluginError("the drafter's prefix attention is bidirectional: its prefix states change with every "
+                          "new token and cannot be cached (train it with --prefix-attention causal)")
+    if getattr(decoder, "cross_self_attention", False):
+        raise PluginError("the drafter cache does not support --cross-self-attention")
+
+
+def count_queries(decoder, longest: int, k: int) -> int:
+    """Queries to run (the uncached ``propose_log_probs`` rule): ``block_size``, fewer near
+    the end of the position table, never fewer than k."""
+    if not 1 <= k <= decoder.block_size:
+        raise PluginError(f"the drafter was trained with block size {decoder.block_size}; cannot propose {k} tokens")
+    n_queries = min(decoder.block_size, decoder.max_positions() - longest)
+    if n_queries < k:
+        raise PluginError(f"a prefix of {longest} tokens + {k} drafted tokens exceeds "
+                          f"the drafter's {decoder.max_positions()} target positions")
+    return n_queries
+
+
+def reorder_encoder_out(encoder_out: Dict, rows: Tensor) -> Dict:
+    """fairseq's encoder output dict restricted to batch rows ``rows`` (not in place)."""
+    batch_dim = {"encoder_out": 1, "encoder_states": 1}
+    return {name: [t.index_select(batch_dim.get(name, 0), rows) if torch.is_tensor(t) else t for t in values]
+            for name, values in encoder_out.items()}
+
+
+def embed_positions_at(embed_positions, positions: Tensor) -> Optional[Tensor]:
+    """Positional embeddings (B, m, C) at explicit fairseq positions (B, m), or None:
+    ``decoding.incremental.embed_positions_at``, shared with the verifier's cache.
+
+    Imported on first use: this module is imported with every model, and importing the
+    decoding package from here would import every decoding algorithm with it.
+    """
+    from fairseq_plugins.decoding.incremental import embed_positions_at as at_positions
+
+    return at_positions(embed_positions, positions)
+
+
+def block_positions(fed: Tensor, lengths: Tensor, n_prefix: int, n_queries: int, pad: int) -> Tensor:
+    """fairseq position numbers (B, M+Q) of the block (real tokens counted from 1, + pad).
+
+    New prefix token j of row i is token fed_i + j of its row; query q follows the
+    row's whole prefix (lengths_i + q); pad slots get the pad position.
+    """
+    offsets = torch.arange(n_prefix, device=fed.device)[None, :]
+    prefix = (fed[:, None] + offsets + 1 + pad).masked_fill(offsets >= (lengths - fed)[:, None], pad)
+    queries = lengths[:, None] + torch.arange(n_queries, device=fed.device)[None, :] + 1 + pad
+    return torch.cat([prefix, queries], dim=1)
+
+
+def block_attention_bias(n_prefix: int, n_queries: int, like: Tensor) -> Optional[Tensor]:
+    """Additive self-attention mask (M+Q, M+Q) inside the block: 0 = may attend, -inf =
+    may not.  Prefix tokens attend causally and never to queries, queries to the whole
+    block; None when the block has queries only."""
+    if n_prefix == 0:
+        return None
+    allowed = drafter_blocks.block_attention_mask(n_prefix, n_queries, prefix_causal=True, device=like.device)
+    return torch.zeros(allowed.shape, dtype=like.dtype, device=like.device).masked_fill_(~allowed, float("-inf"))
+
+
+class DrafterCache:
+    """Incremental prefix state of one BlockDrafterDecoder for a batch.
+
+    Args:
+        decoder: a ``BlockDrafterDecoder`` with causal prefix attention (eval mode)
+        encoder_out: the drafter encoder's output dict for the batch
+        batch_size: B
+    """
+
+    def __init__(self, decoder, encoder_out: Dict, batch_size: int):
+        check_cacheable(decoder)
+        self.decoder = decoder
+        self.encoder_out = encoder_out
+        self.state: Dict[str, Dict[str, Optional[Tensor]]] = {}
+        device = decoder.embed_tokens.weight.device
+        self.fed = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,) tokens in the cache
+        self.tokens = torch.zeros(batch_size, 0, dtype=torch.long, device=device)  # (B, T) what was fed
+        self.length = 0  # T, physical cache length == max(fed)
+        self.block_biases: Dict[tuple, Optional[Tensor]] = {}  # (M, Q, dtype, device) -> block mask
+
+    @torch.no_grad()
+    def propose_log_probs(self, tokens: Tensor, lengths: Tensor, k: int) -> Tensor:
+        """Log-probs (B, k, V) float32 of the next k tokens, as the uncached
+        ``decoder.propose_log_probs(encoder_out, tokens[:, :lengths.max()], lengths, k)``.
+
+        tokens (B, >= max length): accepted tokens, column 0 = eos, pad after ``lengths``;
+        lengths (B,): every row's length, never below what an earlier call saw.
+        """
+        decoder = self.decoder
+        longest = int(lengths.max())
+        n_queries = count_queries(decoder, longest, k)
+        self._check_prefix_grew(tokens, lengths)
+        n_new = lengths - self.fed
+        n_prefix = int(n_new.max())
+        block, key_padding = self._block_tokens(tokens, n_new, n_prefix, n_queries)
+        positions = block_positions(self.fed, lengths, n_prefix, n_queries, decoder.padding_idx)
+        x = self._embed(block, positions, lengths, n_prefix).transpose(0, 1)  # (M+Q, B, C)
+        bias = self._attention_bias(n_prefix, n_queries, x)
+        enc = self.encoder_out
+        enc_states = enc["encoder_out"][0] if enc["encoder_out"] else None
+        enc_mask = enc["encoder_padding_mask"][0] if enc["encoder_padding_mask"] else None
+        for layer in decoder.layers:
+            x, _, _ = layer(x, enc_states, enc_mask, self.state, self_attn_mask=bias,
+                            self_attn_padding_mask=key_padding)
+        self._keep_new_prefix(n_new, n_prefix + n_queries)
+        self.tokens = tokens[:, :longest].clone()
+        return self._log_probs(x[n_prefix:n_prefix + k])
+
+    def _attention_bias(self, n_prefix: int, n_queries: int, like: Tensor) -> Optional[Tensor]:
+        """Additive mask (M+Q, T+M+Q) of the next forward: the whole cache is visible (its
+        holes are in the key padding mask), the block as ``block_attention_bias``."""
+        key = (n_prefix, n_queries, like.dtype, like.device)
+        if key not in self.block_biases:
+            self.block_biases[key] = block_attention_bias(n_prefix, n_queries, like)
+        block = self.block_biases[key]
+        if block is None or self.length == 0:
+            return block
+        return torch.cat([block.new_zeros(block.size(0), self.length), block], dim=1)
+
+    def _check_prefix_grew(self, tokens: Tensor, lengths: Tensor):
+        """The cached tokens must still be each row's accepted prefix."""
+        if lengths.size(0) != self.fed.size(0):
+            raise PluginError(f"the drafter cache holds {self.fed.size(0)} rows, got {lengths.size(0)} "
+                              "(call keep_rows when rows leave the batch)")
+        if bool((lengths < self.fed).any()) or bool((lengths < 1).any()):
+            raise PluginError("a row's accepted prefix shrank below what the drafter cache holds")
+        cached = torch.arange(self.length, device=tokens.device)[None, :] < self.fed[:, None]
+        if bool((tokens[:, :self.length].ne(self.tokens) & cached).any()):
+            raise PluginError("accepted tokens already in the drafter cache changed (accepted tokens must be final)")
+
+    def _block_tokens(self, tokens: Tensor, n_new: Tensor, n_prefix: int, n_queries: int):
+        """Block (B, M+Q) = new prefix tokens right-padded + mask queries, and its key
+        padding mask (B, M+Q), True at pad slots (None without pad slots: fairseq's
+        attention then skips masking)."""
+        decoder = self.decoder
+        offsets = torch.arange(n_prefix, device=tokens.device)[None, :]
+        index = (self.fed[:, None] + offsets).clamp(max=tokens.size(1) - 1)
+        is_pad = offsets >= n_new[:, None]
+        new_tokens = tokens.gather(1, index).masked_fill(is_pad, decoder.padding_idx)
+        queries = decoder.mask_queries(tokens.size(0), n_queries, tokens.device)
+        key_padding = torch.cat([is_pad, is_pad.new_zeros(queries.shape)], dim=1) if bool(is_pad.any()) else None
+        return torch.cat([new_tokens, queries], dim=1), key_padding
+
+    def _embed(self, block: Tensor, positions: Tensor, lengths: Tensor, n_prefix: int) -> Tensor:
+        """Embeddings (B, M+Q, C) of the block, as ``BlockDrafterDecoder.embed_block``
+        computes them for the same tokens in the uncached layout."""
+        decoder = self.decoder
+        x = decoder.embed_scale * decoder.embed_tokens(block)
+        if decoder.soft_copy:
+            n_queries = block.size(1) - n_prefix
+            target_positions = (lengths - 1)[:, None] + torch.arange(n_queries, device=block.device)[None, :]
+            copied = drafter_blocks.soft_copy(
+                self.encoder_out["encoder_embedding"][0], self.encoder_out["encoder_padding_mask"][0],
+                target_positions, decoder.copy_temperature,
+            )
+            x = torch.cat([x[:, :n_prefix], copied.to(x)], dim=1)  # every query is a mask
+        if decoder.project_in_dim is not None:
+            x = decoder.project_in_dim(x)
+        pos = embed_positions_at(decoder.embed_positions, positions)
+        if pos is not None:
+            x = x + pos
+        if decoder.layernorm_embedding is not None:
+            x = decoder.layernorm_embedding(x)
+        return decoder.dropout_module(x)
+
+    def _log_probs(self, x: Tensor) -> Tensor:
+        """Query states (k, B, C) after the last layer -> log-probs (B, k, V), float32,
+        banned tokens at -inf.  Only the k returned queries reach the output layer."""
+        decoder = self.decoder
+        if decoder.layer_norm is not None:
+            x = decoder.layer_norm(x)
+        x = x.transpose(0, 1)
+        if decoder.project_out_dim is not None:
+            x = decoder.project_out_dim(x)
+        logits = decoder.output_layer(x).float()
+        logits[..., decoder.banned] = float("-inf")
+        return torch.log_softmax(logits, dim=-1)
+
+    def _self_attention_buffers(self):
+        for layer in self.decoder.layers:
+            yield layer.self_attn, layer.self_attn._get_input_buffer(self.state)
+
+    def _keep_new_prefix(self, n_new: Tensor, block_len: int):
+        """Cut the block just fed (``block_len`` entries after the old cache) back to each
+        row's ``n_new[i]`` new prefix tokens, left-aligned after its ``fed[i]`` old ones."""
+        old_len = self.length
+        new_fed = self.fed + n_new
+        new_len = int(new_fed.max())
+        slots = torch.arange(new_len, device=n_new.device)[None, :]  # (1, T')
+        holes = slots >= new_fed[:, None]  # (B, T')
+        hole_mask = holes if bool(holes.any()) else None
+        contiguous = bool((self.fed == old_len).all())  # no old holes: the new tokens already follow
+        if not contiguous:  # row i: [0, fed_i) then the block's [old_len, old_len + n_new_i)
+            fed = self.fed[:, None]
+            index = torch.where(slots < fed, slots, old_len + slots - fed).masked_fill(holes, 0)
+        for attn, buffer in self._self_attention_buffers():
+            for name in ("prev_key", "prev_value"):
+                cache = buffer[name]  # (B, heads, old_len + block_len, head_dim)
+                if contiguous:
+                    buffer[name] = cache[:, :, :new_len]
+                else:
+                    expanded = index[:, None, :, None].expand(-1, cache.size(1), -1, cache.size(3))
+                    buffer[name] = cache.gather(2, expanded)
+            buffer["prev_key_padding_mask"] = hole_mask
+            attn._set_input_buffer(self.state, buffer)
+        self.fed = new_fed
+        self.length = new_len
+
+    def keep_rows(self, rows: Tensor):
+        """Keep only batch rows ``rows`` (R,) long, in that order: finished rows leave.
+
+        The self-attention buffers are also cut to the longest row left."""
+        self.encoder_out = reorder_encoder_out(self.encoder_out, rows)
+        self.fed = self.fed.index_select(0, rows)
+        self.length = int(self.fed.max()) if rows.numel() > 0 else 0
+        self.tokens = self.tokens.index_select(0, rows)[:, :self.length]
+        holes = torch.arange(self.length, device=rows.device)[None, :] >= self.fed[:, None]
+        for layer in self.decoder.layers:
+            encoder_attn = getattr(layer, "encoder_attn", None)
+            if encoder_attn is not None:
+                buffer = encoder_attn._get_input_buffer(self.state)
+                encoder_attn._set_input_buffer(self.state, {
+                    name: None if value is None else value.index_select(0, rows) for name, value in buffer.items()})
+            buffer = layer.self_attn._get_input_buffer(self.state)
+            if "prev_key" in buffer:
+                for name in ("prev_key", "prev_value"):
+                    buffer[name] = buffer[name].index_select(0, rows)[:, :, :self.length]
+                buffer["prev_key_padding_mask"] = holes if bool(holes.any()) else None
+                layer.self_attn._set_input_buffer(self.state, buffer)
