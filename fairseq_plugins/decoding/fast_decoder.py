@@ -17,7 +17,7 @@ linear projections, ``q *= head_dim ** -0.5`` before ``bmm(q, k^T)``, -inf maski
 softmax in float32, ``bmm(probs, v)``, output projection; the layer's residuals and
 layer norms as configured (pre- or post-norm).  Dropout is the identity (eval).
 """
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -77,7 +77,12 @@ def _norm(module) -> Callable[[Tensor], Tensor]:
     if type(module) is not nn.LayerNorm:
         return module
     shape, weight, bias, eps = module.normalized_shape, module.weight, module.bias, module.eps
-    return lambda x: F.layer_norm(x, shape, weight, bias, eps)
+    return lambda x: torch.layer_norm(x, shape, weight, bias, eps, True)  # what F.layer_norm calls
+
+
+def _linear(module: nn.Linear) -> Tuple[Tensor, Optional[Tensor]]:
+    """(weight, bias), read once: ``module.weight`` goes through nn.Module.__getattr__."""
+    return module.weight, module.bias
 
 
 def _heads_first(x: Tensor, heads: int, head_dim: int) -> Tensor:
@@ -104,12 +109,14 @@ class FastLayer:
         sa = layer.self_attn
         self.heads, self.head_dim, self.scaling = sa.num_heads, sa.head_dim, sa.scaling
         self.normalize_before = layer.normalize_before
-        self.self_qkv = (sa.q_proj, sa.k_proj, sa.v_proj)
-        self.self_out = sa.out_proj
+        self.self_q, self.self_k, self.self_v = _linear(sa.q_proj), _linear(sa.k_proj), _linear(sa.v_proj)
+        self.self_out = _linear(sa.out_proj)
         self.self_norm = _norm(layer.self_attn_layer_norm)
         self.encoder_attn = layer.encoder_attn
-        self.encoder_norm = _norm(layer.encoder_attn_layer_norm) if layer.encoder_attn is not None else None
-        self.fc1, self.fc2, self.activation = layer.fc1, layer.fc2, layer.activation_fn
+        if layer.encoder_attn is not None:
+            self.encoder_q, self.encoder_out = _linear(layer.encoder_attn.q_proj), _linear(layer.encoder_attn.out_proj)
+            self.encoder_norm = _norm(layer.encoder_attn_layer_norm)
+        self.fc1, self.fc2, self.activation = _linear(layer.fc1), _linear(layer.fc2), layer.activation_fn
         self.final_norm = _norm(layer.final_layer_norm)
         shape = (batch_size, self.heads, INITIAL_CAPACITY, self.head_dim)
         self.key = like.new_zeros(shape)
@@ -145,25 +152,23 @@ class FastLayer:
 
     def self_attention(self, x: Tensor, write, length: int, mask: Optional[Tensor]) -> Tensor:
         """x (m, B, C); ``write(buffer, new)`` stores new (B, H, m, d) at each row's slots."""
-        q_proj, k_proj, v_proj = self.self_qkv
         m, bsz, _ = x.shape
-        q = F.linear(x, q_proj.weight, q_proj.bias)
+        q = F.linear(x, *self.self_q)
         q *= self.scaling
-        for buffer, proj in ((self.key, k_proj), (self.value, v_proj)):
-            new = F.linear(x, proj.weight, proj.bias).view(m, bsz, self.heads, self.head_dim).permute(1, 2, 0, 3)
+        for buffer, projection in ((self.key, self.self_k), (self.value, self.self_v)):
+            new = F.linear(x, *projection).view(m, bsz, self.heads, self.head_dim).permute(1, 2, 0, 3)
             write(buffer, new)
         keys = self.key[:, :, :length].reshape(bsz * self.heads, length, self.head_dim)
         values = self.value[:, :, :length].reshape(bsz * self.heads, length, self.head_dim)
         out = _attend(_heads_first(q, self.heads, self.head_dim), keys, values, mask, self.heads)
-        return F.linear(out, self.self_out.weight, self.self_out.bias)
+        return F.linear(out, *self.self_out)
 
     def encoder_attention(self, x: Tensor, encoder_mask: Optional[Tensor]) -> Tensor:
-        ea = self.encoder_attn
-        q = F.linear(x, ea.q_proj.weight, ea.q_proj.bias)
+        q = F.linear(x, *self.encoder_q)
         q *= self.scaling
         out = _attend(_heads_first(q, self.heads, self.head_dim), self.encoder_key, self.encoder_value,
                       encoder_mask, self.heads)
-        return F.linear(out, ea.out_proj.weight, ea.out_proj.bias)
+        return F.linear(out, *self.encoder_out)
 
     def forward(self, x: Tensor, write, length: int, self_mask, encoder_mask) -> Tensor:
         """fairseq's ``TransformerDecoderLayerBase.forward`` at inference, x (m, B, C)."""
@@ -179,7 +184,7 @@ class FastLayer:
                 x = self.encoder_norm(x)
         residual = x
         h = self.final_norm(x) if pre else x
-        h = F.linear(self.activation(F.linear(h, self.fc1.weight, self.fc1.bias)), self.fc2.weight, self.fc2.bias)
+        h = F.linear(self.activation(F.linear(h, *self.fc1)), *self.fc2)
         x = residual + h
         return x if pre else self.final_norm(x)
 
