@@ -129,6 +129,8 @@ class VerifierCache:
     It owns the decoding positions: row i has ``valid[i]`` tokens in the cache, so the
     next token it is fed is at decoding step ``valid[i]`` (fairseq position
     ``step + padding_idx + 1``).  ``fast=False`` forces the fairseq-layer fallback.
+    Every ``forward_block`` is followed by a ``rollback`` (the fast path writes each
+    block at the rows' valid lengths, over whatever the last block left there).
     """
 
     def __init__(self, model, encoder_out: Dict, batch_size: int, device, fast: bool = True):
