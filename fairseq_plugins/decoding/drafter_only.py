@@ -40,7 +40,7 @@ class DrafterOnlyGenerator:
         lengths = src_tokens.new_ones(bsz)
         while int(lengths.max()) <= max_len and not bool(self._finished(tokens).all()):
             k = min(self.block_size, max_len + 1 - int(lengths.max()))  # every row has the same length
-            drafts = self.drafter.propose(tokens, lengths, k)
+            drafts = self.drafter.propose(tokens, lengths, k).tokens
             columns = lengths.unsqueeze(1) + torch.arange(k, device=tokens.device)
             tokens.scatter_(1, columns, drafts)
             lengths = lengths + k

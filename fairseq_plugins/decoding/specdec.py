@@ -5,10 +5,13 @@ high-efficiency preset is ``--beta 5 --tau 3.0``."""
 from dataclasses import dataclass, field
 from typing import Optional
 
+import torch
+
 from fairseq_plugins.decoding.builder import build_speculative, load_drafter
-from fairseq_plugins.decoding.drafters import Drafter
+from fairseq_plugins.decoding.drafters import Draft, Drafter
 from fairseq_plugins.decoding.options import DrafterModelOptions
 from fairseq_plugins.decoding.registry import register_decoder
+from fairseq_plugins.models.drafter_cache import DrafterCache
 from fairseq_plugins_compat.errors import PluginError
 
 PRESETS = {"specdec": (1, 0.0), "specdec++": (3, 1.0)}  # name -> (beta, tau)
@@ -26,15 +29,20 @@ class SpecDecOptions(DrafterModelOptions):
 
 
 class BlockDrafter(Drafter):
-    """Adapts a trained block NAT drafter model (``propose(encoder_out, prefix, lengths, k)``).
+    """Adapts a trained block NAT drafter model to the contract.
 
     A drafter trained with ``--share-verifier-encoder`` reads the verifier's encoder output
-    (the core encodes once); any other runs its own encoder once per batch."""
+    (the core encodes once); any other runs its own encoder once per batch.  With a causal
+    prefix (the default) the drafter's prefix states are cached across iterations
+    (``models.drafter_cache``): each proposal feeds only the newly accepted tokens and the
+    queries.  ``propose`` returns the drafted tokens with the drafter's log-probs."""
 
-    def __init__(self, model):
+    def __init__(self, model, cached: bool = True):
         self.model = model
         model.eval()
         self.encoder_out = None
+        self.cache = None
+        self.cached = cached and getattr(model.decoder, "prefix_causal", False)
         self.uses_verifier_encoder = bool(getattr(getattr(model, "args", None), "share_verifier_encoder", False))
 
     def start(self, batch):
@@ -46,12 +54,20 @@ class BlockDrafter(Drafter):
             self.encoder_out = batch.encoder_out
         else:
             self.encoder_out = self.model.encoder(src_tokens, src_lengths=batch.src_lengths)
+        if self.cached:
+            self.cache = DrafterCache(self.model.decoder, self.encoder_out, src_tokens.size(0))
 
+    @torch.no_grad()
     def propose(self, tokens, lengths, k):
-        prefix = tokens[:, : int(lengths.max())]
-        return self.model.propose(self.encoder_out, prefix, lengths, k)
+        if self.cache is not None:
+            lprobs = self.cache.propose_log_probs(tokens, lengths, k)
+        else:
+            lprobs = self.model.propose_logits(self.encoder_out, tokens[:, : int(lengths.max())], lengths, k)
+        return Draft(lprobs.argmax(-1), lprobs)
 
     def keep_rows(self, rows):
+        if self.cache is not None:
+            self.cache.keep_rows(rows)
         self.encoder_out = self.model.encoder.reorder_encoder_out(self.encoder_out, rows)
 
 

@@ -1,0 +1,47 @@
+"""SpecDec with the drafter's KV cache: the same drafts as without it (so the same iterations)
+and greedy's output, over random verifiers/drafters, ragged batches, fixed and adaptive length."""
+import torch
+from fairseq.sequence_generator import SequenceGenerator
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from drafter_helpers import build_drafter, build_verifier, make_dictionary
+from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
+from fairseq_plugins.decoding.specdec import BlockDrafter
+from tiny_models import make_batch
+
+DICT = make_dictionary(14)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 500), src_lengths=st.lists(st.integers(1, 9), min_size=1, max_size=4),
+       k=st.integers(1, 4), adaptive=st.booleans(), learned_pos=st.booleans())
+def test_cached_drafter_drafts_as_the_uncached_one(seed, src_lengths, k, adaptive, learned_pos):
+    verifier = build_verifier(DICT, seed=seed)
+    drafter = build_drafter(DICT, seed=seed + 1, decoder_learned_pos=learned_pos)
+    batch = make_batch(DICT, src_lengths, seed=seed)
+    cfg = SpeculativeConfig(block_size=k, adaptive=adaptive, max_len_b=14)
+    runs = []
+    for cached in (True, False):
+        adapter = BlockDrafter(drafter, cached=cached)
+        assert (adapter.cached) == cached
+        runs.append(SpeculativeGenerator(verifier, DICT, adapter, cfg).generate([verifier], batch))
+    greedy = SequenceGenerator([verifier], DICT, beam_size=1, max_len_b=14).generate([verifier], batch)
+    for with_cache, without, reference in zip(*runs, greedy):
+        assert with_cache[0]["tokens"].tolist() == without[0]["tokens"].tolist() == reference[0]["tokens"].tolist()
+        assert with_cache[0]["accepted_per_iteration"] == without[0]["accepted_per_iteration"]
+
+
+def test_draft_carries_the_drafters_log_probs():
+    drafter = build_drafter(DICT, seed=3)
+    adapter = BlockDrafter(drafter)
+    batch = make_batch(DICT, [4, 6], seed=1)
+    from fairseq_plugins.decoding.drafters import BatchStart
+
+    adapter.start(BatchStart(batch["net_input"]["src_tokens"], batch["net_input"]["src_lengths"], 20, None))
+    tokens = torch.full((2, 8), DICT.pad())
+    tokens[:, 0] = DICT.eos()
+    draft = adapter.propose(tokens, torch.tensor([1, 1]), 3)
+    assert draft.tokens.shape == (2, 3) and draft.lprobs.shape == (2, 3, len(DICT))
+    assert torch.equal(draft.lprobs.argmax(-1), draft.tokens)
+    torch.testing.assert_close(draft.lprobs.exp().sum(-1), torch.ones(2, 3))
