@@ -45,3 +45,27 @@ def test_draft_carries_the_drafters_log_probs():
     assert draft.tokens.shape == (2, 3) and draft.lprobs.shape == (2, 3, len(DICT))
     assert torch.equal(draft.lprobs.argmax(-1), draft.tokens)
     torch.testing.assert_close(draft.lprobs.exp().sum(-1), torch.ones(2, 3))
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 500), src_lengths=st.lists(st.integers(1, 9), min_size=1, max_size=3),
+       limit=st.sampled_from([6, 9, 12]))
+def test_draft_vocabulary_limit_keeps_greedy_output(seed, src_lengths, limit):
+    """Drafting among the first N entries only: drafts stay below N (cached == uncached), and the
+    output is still greedy's."""
+    verifier = build_verifier(DICT, seed=seed)
+    drafter = build_drafter(DICT, seed=seed + 1)
+    batch = make_batch(DICT, src_lengths, seed=seed)
+    cfg = SpeculativeConfig(block_size=3, max_len_b=14)
+    greedy = SequenceGenerator([verifier], DICT, beam_size=1, max_len_b=14).generate([verifier], batch)
+    runs = []
+    for cached in (True, False):
+        adapter = BlockDrafter(drafter, cached=cached, vocab_limit=limit)
+        generator = SpeculativeGenerator(verifier, DICT, adapter, cfg)
+        generator.stats.keep_trace = True
+        runs.append(generator.generate([verifier], batch))
+        drafted = [t for trace in generator.stats.traces for steps in trace.steps.values() for s in steps for t in s.drafts]
+        assert drafted and max(drafted) < limit
+    for with_cache, without, reference in zip(*runs, greedy):
+        assert with_cache[0]["tokens"].tolist() == without[0]["tokens"].tolist() == reference[0]["tokens"].tolist()
+        assert with_cache[0]["accepted_per_iteration"] == without[0]["accepted_per_iteration"]

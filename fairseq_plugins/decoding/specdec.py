@@ -26,6 +26,11 @@ class SpecDecOptions(DrafterModelOptions):
         default=None, metadata={"help": "SpecDec++: ... and its log-probability is within tau of the top-1 "
                                         "(default 0 for specdec, 1.0 for specdec++; high-efficiency preset: "
                                         "--beta 5 --tau 3)"})
+    draft_vocab_size: int = field(
+        default=0, metadata={"help": "the drafter proposes only among the N most frequent target tokens (the "
+                                     "first N dictionary entries): its output layer costs N/V of the full one; the "
+                                     "output is unchanged (the verifier decides); 0: the whole vocabulary",
+                             "aliases": ("draft_vocab",)})
 
 
 class BlockDrafter(Drafter):
@@ -37,8 +42,9 @@ class BlockDrafter(Drafter):
     (``models.drafter_cache``): each proposal feeds only the newly accepted tokens and the
     queries.  ``propose`` returns the drafted tokens with the drafter's log-probs."""
 
-    def __init__(self, model, cached: bool = True):
+    def __init__(self, model, cached: bool = True, vocab_limit: int = 0):
         self.model = model
+        self.vocab_limit = vocab_limit
         model.eval()
         self.encoder_out = None
         self.cache = None
@@ -55,7 +61,7 @@ class BlockDrafter(Drafter):
         else:
             self.encoder_out = self.model.encoder(src_tokens, src_lengths=batch.src_lengths)
         if self.cached:
-            self.cache = DrafterCache(self.model.decoder, self.encoder_out, src_tokens.size(0))
+            self.cache = DrafterCache(self.model.decoder, self.encoder_out, src_tokens.size(0), self.vocab_limit)
 
     @torch.no_grad()
     def propose(self, tokens, lengths, k):
@@ -63,6 +69,8 @@ class BlockDrafter(Drafter):
             lprobs = self.cache.propose_log_probs(tokens, lengths, k)
         else:
             lprobs = self.model.propose_logits(self.encoder_out, tokens[:, : int(lengths.max())], lengths, k)
+            if self.vocab_limit:
+                lprobs = lprobs[..., : self.vocab_limit].log_softmax(-1)
         return Draft(lprobs.argmax(-1), lprobs)
 
     def keep_rows(self, rows):
@@ -78,7 +86,12 @@ def _build_specdec(name):
         beta = opts.beta if opts.beta is not None else beta
         tau = opts.tau if opts.tau is not None else tau
         block_size = opts.block_size or drafter.block_size
-        return build_speculative(task, models, args, name, BlockDrafter(drafter), opts, block_size, beta, tau)
+        vocab = len(task.target_dictionary)
+        if opts.draft_vocab_size < 0 or opts.draft_vocab_size > vocab:
+            raise PluginError(f"--draft-vocab-size must be between 0 and the vocabulary size {vocab}, "
+                              f"got {opts.draft_vocab_size}")
+        adapter = BlockDrafter(drafter, vocab_limit=opts.draft_vocab_size)
+        return build_speculative(task, models, args, name, adapter, opts, block_size, beta, tau)
 
     return build
 

@@ -99,8 +99,9 @@ class DrafterCache:
         batch_size: B
     """
 
-    def __init__(self, decoder, encoder_out: Dict, batch_size: int):
+    def __init__(self, decoder, encoder_out: Dict, batch_size: int, vocab_limit: int = 0):
         check_cacheable(decoder)
+        self.vocab_limit = vocab_limit  # > 0: draft only among the first ``vocab_limit`` dictionary entries
         self.decoder = decoder
         self.encoder_out = encoder_out
         self.state: Dict[str, Dict[str, Optional[Tensor]]] = {}
@@ -197,15 +198,23 @@ class DrafterCache:
 
     def _log_probs(self, x: Tensor) -> Tensor:
         """Query states (k, B, C) after the last layer -> log-probs (B, k, V), float32,
-        banned tokens at -inf.  Only the k returned queries reach the output layer."""
+        banned tokens at -inf.  Only the k returned queries reach the output layer; with a
+        ``vocab_limit`` N only its first N rows (fairseq dictionaries are sorted by frequency),
+        V = N and the distribution is renormalised over them."""
         decoder = self.decoder
         if decoder.layer_norm is not None:
             x = decoder.layer_norm(x)
         x = x.transpose(0, 1)
         if decoder.project_out_dim is not None:
             x = decoder.project_out_dim(x)
-        logits = decoder.output_layer(x).float()
-        logits[..., decoder.banned] = float("-inf")
+        if self.vocab_limit:
+            projection = decoder.output_projection
+            bias = projection.bias[: self.vocab_limit] if projection.bias is not None else None
+            logits = torch.nn.functional.linear(x, projection.weight[: self.vocab_limit], bias).float()
+            logits[..., [b for b in decoder.banned if b < self.vocab_limit]] = float("-inf")
+        else:
+            logits = decoder.output_layer(x).float()
+            logits[..., decoder.banned] = float("-inf")
         return torch.log_softmax(logits, dim=-1)
 
     def _self_attention_buffers(self):
