@@ -86,3 +86,13 @@ def test_option_of_another_decoder_is_refused(reverse_data, tiny_checkpoint, dra
                    "--drafter-path", drafter, "--gen-subset", "test", check=False)
     assert proc.returncode != 0 and "--decoding iad does not use --drafter-path" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_config_saved_before_an_option_existed_reads_its_default():
+    from omegaconf import OmegaConf
+
+    saved = OmegaConf.create({"decoding": "specdec", "block_size": 4, "drafter_path": "d.pt"})
+    OmegaConf.set_struct(saved, True)  # unknown keys raise, as in a loaded checkpoint's config
+    opts = DECODERS["specdec"].read_options(saved)
+    assert opts.block_size == 4 and opts.drafter_path == "d.pt"
+    assert opts.draft_length == "adaptive" and opts.draft_vocab_size == 0

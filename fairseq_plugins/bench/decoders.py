@@ -165,4 +165,8 @@ def task_defaults(task) -> Dict[str, object]:
     a task without the speculative decoders (``beamN`` specs only)."""
     from fairseq_plugins.decoding.registry import option_fields
 
-    return {name: getattr(task.cfg, name) for name in option_fields() if hasattr(task.cfg, name)}
+    from fairseq_plugins.decoding.registry import config_value
+
+    missing = object()
+    values = {name: config_value(task.cfg, name, missing) for name in option_fields()}
+    return {name: value for name, value in values.items() if value is not missing}

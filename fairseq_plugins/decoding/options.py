@@ -78,7 +78,9 @@ def check_unused_options(cfg, entry, fields):
 
     fields: every decoder option (name -> dataclass field), the task config's defaults."""
     own = set(entry.option_names())
-    unused = [name for name, f in fields.items() if name not in own and getattr(cfg, name, f.default) != f.default]
+    from fairseq_plugins.decoding.registry import config_value
+
+    unused = [name for name, f in fields.items() if name not in own and config_value(cfg, name, f.default) != f.default]
     if unused:
         flags = ", ".join("--" + name.replace("_", "-") for name in unused)
         raise PluginError(f"--decoding {entry.name} does not use {flags}")

@@ -37,8 +37,20 @@ class DecoderEntry:
         return [f.name for f in dataclasses.fields(self.options)]
 
     def read_options(self, cfg):
-        """An ``options`` instance from ``cfg`` (the task config)."""
-        return self.options(**{name: getattr(cfg, name) for name in self.option_names() if hasattr(cfg, name)})
+        """An ``options`` instance from ``cfg`` (the task config); an option the config does
+        not have (a config saved before the option existed) keeps its default."""
+        missing = object()
+        values = {name: config_value(cfg, name, missing) for name in self.option_names()}
+        return self.options(**{name: value for name, value in values.items() if value is not missing})
+
+
+def config_value(cfg, name, default=None):
+    """``cfg.name``, or ``default`` when the config has no such key (omegaconf's struct
+    configs raise their own KeyError/AttributeError subclasses for unknown keys)."""
+    try:
+        return getattr(cfg, name)
+    except (AttributeError, KeyError):
+        return default
 
 
 DECODERS: Dict[str, DecoderEntry] = {}
