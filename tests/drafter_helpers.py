@@ -17,6 +17,21 @@ def build_drafter(dictionary, seed=0, **options):
     return BlockDrafterModel.build_model(args, DictTask(dictionary)).eval()
 
 
+def drafter_args(dropout=0.0, **options):
+    """``block_drafter_tiny`` arguments with ``options`` overriding the preset."""
+    args = argparse.Namespace(arch="block_drafter_tiny", dropout=dropout, **options)
+    tiny_drafter_architecture(args)
+    return args
+
+
+def load_verifier(checkpoint):
+    """(verifier model in eval mode, its source dictionary) from a trained checkpoint."""
+    from fairseq import checkpoint_utils
+
+    models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
+    return models[0].eval(), task.source_dictionary
+
+
 def build_verifier(dictionary, seed=0, **options):
     """``specdec_verifier_tiny`` (dropout 0) with ``options`` overriding the preset."""
     args = argparse.Namespace(arch="specdec_verifier_tiny", dropout=0.0, **options)

@@ -4,24 +4,16 @@ import copy
 
 import pytest
 import torch
-from fairseq import checkpoint_utils
 from fairseq.data import Dictionary
 
-from drafter_helpers import DictTask, random_batch
-from fairseq_plugins.models.block_drafter import BlockDrafterModel, tiny_drafter_architecture
+from drafter_helpers import DictTask, drafter_args, load_verifier, random_batch
+from fairseq_plugins.models.block_drafter import BlockDrafterModel
 from fairseq_plugins_compat.errors import PluginError
-
-
-def drafter_args(**options):
-    args = argparse.Namespace(arch="block_drafter_tiny", dropout=0.0, **options)
-    tiny_drafter_architecture(args)
-    return args
 
 
 @pytest.fixture(scope="module")
 def verifier(tiny_checkpoint):
-    models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(tiny_checkpoint)])
-    return models[0].eval(), task.source_dictionary
+    return load_verifier(tiny_checkpoint)
 
 
 @pytest.fixture(scope="module")

@@ -1,27 +1,23 @@
 """--share-verifier-encoder: the drafter's encoder is the verifier's, frozen, fingerprinted."""
-import argparse
 import copy
 
 import pytest
 import torch
-from fairseq import checkpoint_utils
 
-from drafter_helpers import DictTask, build_verifier, random_batch
-from fairseq_plugins.models.block_drafter import BlockDrafterModel, tiny_drafter_architecture
+import drafter_helpers as helpers
+from drafter_helpers import DictTask, build_verifier, load_verifier, random_batch
+from fairseq_plugins.models.block_drafter import BlockDrafterModel
 from fairseq_plugins.models.drafter_init import encoder_fingerprint
 from fairseq_plugins_compat.errors import PluginError
 
 
 def drafter_args(**options):
-    args = argparse.Namespace(arch="block_drafter_tiny", dropout=0.1, **options)
-    tiny_drafter_architecture(args)
-    return args
+    return helpers.drafter_args(dropout=0.1, **options)
 
 
 @pytest.fixture(scope="module")
 def verifier(tiny_checkpoint):
-    models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(tiny_checkpoint)])
-    return models[0].eval(), task.source_dictionary
+    return load_verifier(tiny_checkpoint)
 
 
 @pytest.fixture(scope="module")

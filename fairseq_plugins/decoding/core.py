@@ -38,7 +38,7 @@ class NoProfile:
 class SpeculativeConfig:
     """Decoding options; the length options mean what they mean to fairseq-generate."""
 
-    block_size: int = 25  # k: tokens drafted per iteration (the most, when adaptive)
+    block_size: int  # k: tokens drafted per iteration (the most, when adaptive)
     adaptive: bool = False  # per-row draft length (see draft_length)
     beta: int = 1  # SpecDec++ top-beta (1 with tau 0: vanilla, lossless)
     tau: float = 0.0  # SpecDec++ log-probability tolerance
