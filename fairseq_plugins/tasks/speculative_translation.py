@@ -61,4 +61,6 @@ class SpeculativeTranslationTask(TranslationTask):
             raise PluginError(f"unknown decoding {decoding!r}; choose from {', '.join(decoder_names())}")
         entry = DECODERS[decoding]
         options.check_unused_options(self.cfg, entry, option_fields())
-        return entry.build(self, models, args, entry.read_options(self.cfg))
+        opts = entry.read_options(self.cfg)
+        options.check_block_size(getattr(opts, "block_size", None))  # before a builder's `or default`
+        return entry.build(self, models, args, opts)
