@@ -28,3 +28,10 @@ def test_untyped_default_beam_is_not_refused(reverse_data, tiny_checkpoint):
     proc = generate(reverse_data, tiny_checkpoint, "--decoding", "iad")  # fairseq's default --beam is 5
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "beam=1" in proc.stdout
+
+
+@pytest.mark.parametrize("decoding", ["beam", "iad"])
+def test_fp16_on_cpu_is_refused_for_every_decoding(reverse_data, tiny_checkpoint, decoding):
+    proc = generate(reverse_data, tiny_checkpoint, "--decoding", decoding, "--fp16", "--beam", 1)
+    assert proc.returncode != 0 and "fp16 decoding needs a CUDA device" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr

@@ -55,6 +55,7 @@ class SpeculativeTranslationTask(TranslationTask):
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
         decoding = str(getattr(args, "decoding", None) or self.cfg.decoding)
+        options.check_models_device(models)  # fp16 on CPU: one line for every decoding, beam included
         if decoding == "beam":
             return super().build_generator(models, args, seq_gen_cls, extra_gen_cls_kwargs, **kwargs)
         if decoding not in DECODERS:
