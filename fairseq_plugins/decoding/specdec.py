@@ -74,9 +74,10 @@ class BlockDrafter(Drafter):
         return Draft(lprobs.argmax(-1), lprobs)
 
     def keep_rows(self, rows):
-        if self.cache is not None:
+        if self.cache is not None:  # the cache reorders its own encoder output
             self.cache.keep_rows(rows)
-        self.encoder_out = self.model.encoder.reorder_encoder_out(self.encoder_out, rows)
+        else:
+            self.encoder_out = self.model.encoder.reorder_encoder_out(self.encoder_out, rows)
 
 
 def _build_specdec(name):
