@@ -73,9 +73,10 @@ class Loop:
         return int(torch.randint(1, room + 1, (1,), generator=self.g)) if room >= 1 else 0
 
 
-def run_loop(model, src_lengths, seed, iterations, atol):
+def run_loop(model, src_lengths, seed, iterations, atol, fast=True):
     loop = Loop(model, src_lengths, seed)
-    cache = DrafterCache(model.decoder, loop.encoder_out, len(src_lengths))
+    cache = DrafterCache(model.decoder, loop.encoder_out, len(src_lengths), fast=fast)
+    assert (cache.layers is not None) == fast  # the lean layers (fast_decoder.py) or fairseq's
     for _ in range(iterations):
         if loop.rows.numel() == 0:
             return
@@ -105,29 +106,36 @@ def run_loop(model, src_lengths, seed, iterations, atol):
     normalize_before=st.booleans(),
     project_dims=st.booleans(),
     table_room=st.integers(1, 40),
+    fast=st.booleans(),
 )
 def test_cached_proposals_equal_uncached(seed, src_lengths, block_size, learned_pos, soft_copy, layernorm_embedding,
-                                         normalize_before, project_dims, table_room):
+                                         normalize_before, project_dims, table_room, fast):
     dims = dict(encoder_embed_dim=16, decoder_input_dim=16, decoder_output_dim=16) if project_dims else {}
     model = sharp_drafter(
         seed % 50, block_size=block_size, decoder_learned_pos=learned_pos, encoder_learned_pos=learned_pos,
         soft_copy=soft_copy, layernorm_embedding=layernorm_embedding, decoder_normalize_before=normalize_before,
         max_target_positions=block_size + table_room, **dims,
     )
-    run_loop(model, src_lengths, seed, iterations=12, atol=2e-6)
+    run_loop(model, src_lengths, seed, iterations=12, atol=2e-6, fast=fast)
 
 
-def test_float32_preset_drafter_matches_within_1e_5():
+@pytest.mark.parametrize("fast", [True, False])
+def test_float32_preset_drafter_matches_within_1e_5(fast):
     model = sharp_drafter(3, dtype=torch.float32, block_size=10)
-    run_loop(model, [9, 4, 12, 7], seed=5, iterations=10, atol=1e-5)
+    run_loop(model, [9, 4, 12, 7], seed=5, iterations=10, atol=1e-5, fast=fast)
 
 
-def test_only_new_prefix_tokens_and_queries_are_fed():
+@pytest.mark.parametrize("fast", [True, False])
+def test_only_new_prefix_tokens_and_queries_are_fed(fast):
     model = sharp_drafter(0, block_size=4)
     fed = []
-    model.decoder.layers[0].register_forward_pre_hook(lambda module, args: fed.append(args[0].size(0)))
     loop = Loop(model, [5, 3], seed=0)
-    cache = DrafterCache(model.decoder, loop.encoder_out, 2)
+    cache = DrafterCache(model.decoder, loop.encoder_out, 2, fast=fast)
+    if fast:
+        forward = cache.layers.forward
+        cache.layers.forward = lambda x, *args: fed.append(x.size(0)) or forward(x, *args)
+    else:
+        model.decoder.layers[0].register_forward_pre_hook(lambda module, args: fed.append(args[0].size(0)))
     cache.propose_log_probs(loop.tokens, loop.lengths, 2)
     loop.grow([3, 1])
     cache.propose_log_probs(loop.tokens, loop.lengths, 2)

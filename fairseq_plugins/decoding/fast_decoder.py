@@ -206,17 +206,25 @@ class FastDecoderLayers:
         if len(masks) > 0 and bool(masks[0].any()):
             self.encoder_mask = masks[0].to(torch.bool)[:, None, None, :]
 
-    def forward(self, x: Tensor, valid: Tensor, low: int, high: int) -> Tensor:
+    def forward(self, x: Tensor, valid: Tensor, low: int, high: int, block_hidden: Optional[Tensor] = None,
+                block_padding: Optional[Tensor] = None) -> Tensor:
         """x (m, B, C) at steps valid[i] + j; every row has between ``low`` and ``high``
-        cached tokens. Returns (m, B, C)."""
+        cached tokens. Returns (m, B, C).
+
+        Inside the block token j sees token b unless ``block_hidden[j, b]`` ((m, m) bool;
+        default: causal, b > j hidden) or ``block_padding[i, b]`` ((B, m) bool, slots of
+        row i that nobody sees); every token sees its row's whole cache."""
         m = x.size(0)
         length = high + m
         for layer in self.layers:
             layer.ensure_capacity(length)
-        if low == high:
-            write, self_mask = self._uniform_write(low, m), self._uniform_mask(low, m, x.device)
+        write = self._uniform_write(low, m) if low == high else self._ragged_write(valid, m)
+        if block_hidden is not None or block_padding is not None:
+            self_mask = self._block_mask(valid, length, m, block_hidden, block_padding)
+        elif low == high:
+            self_mask = self._uniform_mask(low, m, x.device)
         else:
-            write, self_mask = self._ragged_write(valid, m), self._ragged_mask(valid, length, m)
+            self_mask = self._ragged_mask(valid, length, m)
         for layer in self.layers:
             x = layer.forward(x, write, length, self_mask, self.encoder_mask)
         return x
@@ -250,6 +258,21 @@ class FastDecoderLayers:
         last_seen = valid.unsqueeze(1) + torch.arange(m, device=valid.device)  # (B, m)
         slots = torch.arange(length, device=valid.device)
         return (slots > last_seen.unsqueeze(2)).unsqueeze(1)
+
+    @staticmethod
+    def _block_mask(valid: Tensor, length: int, m: int, hidden: Optional[Tensor], padding: Optional[Tensor]) -> Tensor:
+        """(B, 1, m, length) bool, True = hidden: row i's slot s holds block token
+        s - valid[i] when that is in [0, m); slots past the block are hidden."""
+        offset = torch.arange(length, device=valid.device).unsqueeze(0) - valid.unsqueeze(1)  # (B, L)
+        in_block = (offset >= 0) & (offset < m)
+        index = offset.clamp(0, m - 1)
+        if hidden is None:
+            hidden = torch.ones(m, m, dtype=torch.bool, device=valid.device).triu(1)
+        mask = hidden[:, index].transpose(0, 1)  # (B, m, L)
+        if padding is not None:
+            mask = mask | padding.gather(1, index).unsqueeze(1)
+        mask = (mask & in_block.unsqueeze(1)) | (offset >= m).unsqueeze(1)
+        return mask.unsqueeze(1)
 
     def keep_rows(self, rows: Tensor):
         for layer in self.layers:

@@ -8,8 +8,16 @@ proposal.  :class:`DrafterCache` feeds, per proposal, one block through the deco
     columns 0 .. M-1      each row's new prefix tokens tokens[fed_i:length_i], right-padded
     columns M .. M+Q-1    the Q mask queries (``n_queries``, as the uncached forward runs)
 
-against the self-attention buffers of fairseq's ``incremental_state``, then keeps only
-the new prefix tokens.  Cache layout (every layer's ``prev_key`` / ``prev_value``)::
+through the decoder layers, then keeps only the new prefix tokens.  Two implementations
+of the layers, same numbers (tests/test_drafter_cache.py):
+
+- the lean layers of ``decoding.fast_decoder`` (the verifier's): preallocated buffers, the
+  block written at each row's ``fed_i``; keeping the new prefix tokens is moving ``fed``
+  (the queries' and pads' slots are overwritten by the next block).  Used whenever
+  ``fast_path_problems`` finds nothing unusual in the layers.
+- fairseq's own layers on its ``incremental_state``, the fallback, laid out as below.
+
+Fallback cache layout (every layer's ``prev_key`` / ``prev_value``)::
 
     (B, heads, T, head_dim), row i's valid entries are [0, fed_i) (left-aligned);
     entries in [fed_i, T) are holes masked by ``prev_key_padding_mask`` (None if none).
@@ -56,6 +64,17 @@ def reorder_encoder_out(encoder_out: Dict, rows: Tensor) -> Dict:
             for name, values in encoder_out.items()}
 
 
+def _fast_layers(decoder, encoder_out: Dict, batch_size: int):
+    """The lean layers of ``decoding.fast_decoder`` for the drafter, or None when they do
+    not support its layers (fairseq's own layers then run).  Imported on first use (see
+    ``embed_positions_at``)."""
+    from fairseq_plugins.decoding.fast_decoder import FastDecoderLayers, fast_path_problems
+
+    if fast_path_problems(decoder):
+        return None
+    return FastDecoderLayers(decoder, encoder_out, batch_size, decoder.embed_tokens.weight)
+
+
 def embed_positions_at(embed_positions, positions: Tensor) -> Optional[Tensor]:
     """Positional embeddings (B, m, C) at explicit fairseq positions (B, m), or None:
     ``decoding.incremental.embed_positions_at``, shared with the verifier's cache.
@@ -99,12 +118,13 @@ class DrafterCache:
         batch_size: B
     """
 
-    def __init__(self, decoder, encoder_out: Dict, batch_size: int, vocab_limit: int = 0):
+    def __init__(self, decoder, encoder_out: Dict, batch_size: int, vocab_limit: int = 0, fast: bool = True):
         check_cacheable(decoder)
         self.vocab_limit = vocab_limit  # > 0: draft only among the first ``vocab_limit`` dictionary entries
         self.decoder = decoder
         self.encoder_out = encoder_out
         self.state: Dict[str, Dict[str, Optional[Tensor]]] = {}
+        self.layers = _fast_layers(decoder, encoder_out, batch_size) if fast else None
         device = decoder.embed_tokens.weight.device
         self.fed = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,) tokens in the cache
         self.tokens = torch.zeros(batch_size, 0, dtype=torch.long, device=device)  # (B, T) what was fed
@@ -128,16 +148,35 @@ class DrafterCache:
         block, key_padding = self._block_tokens(tokens, n_new, n_prefix, n_queries)
         positions = block_positions(self.fed, lengths, n_prefix, n_queries, decoder.padding_idx)
         x = self._embed(block, positions, lengths, n_prefix).transpose(0, 1)  # (M+Q, B, C)
+        if self.layers is not None:
+            hidden = self._block_hidden(n_prefix, n_queries, x.device)
+            x = self.layers.forward(x, self.fed, int(self.fed.min()), self.length, hidden, key_padding)
+            self.fed = self.fed + n_new  # the queries and pads after them are overwritten next time
+            self.length = longest
+        else:
+            x = self._fairseq_layers(x, n_prefix, n_queries, key_padding)
+            self._keep_new_prefix(n_new, n_prefix + n_queries)
+        self.tokens = tokens[:, :longest].clone()
+        return self._log_probs(x[n_prefix:n_prefix + k])
+
+    def _fairseq_layers(self, x: Tensor, n_prefix: int, n_queries: int, key_padding: Optional[Tensor]) -> Tensor:
+        """The fallback: fairseq's own layers on its ``incremental_state``, x (M+Q, B, C)."""
         bias = self._attention_bias(n_prefix, n_queries, x)
         enc = self.encoder_out
         enc_states = enc["encoder_out"][0] if enc["encoder_out"] else None
         enc_mask = enc["encoder_padding_mask"][0] if enc["encoder_padding_mask"] else None
-        for layer in decoder.layers:
+        for layer in self.decoder.layers:
             x, _, _ = layer(x, enc_states, enc_mask, self.state, self_attn_mask=bias,
                             self_attn_padding_mask=key_padding)
-        self._keep_new_prefix(n_new, n_prefix + n_queries)
-        self.tokens = tokens[:, :longest].clone()
-        return self._log_probs(x[n_prefix:n_prefix + k])
+        return x
+
+    def _block_hidden(self, n_prefix: int, n_queries: int, device) -> Tensor:
+        """(M+Q, M+Q) bool, True = may not attend, inside the block (the lean path's mask)."""
+        key = (n_prefix, n_queries, "hidden", device)
+        if key not in self.block_biases:
+            allowed = drafter_blocks.block_attention_mask(n_prefix, n_queries, prefix_causal=True, device=device)
+            self.block_biases[key] = ~allowed
+        return self.block_biases[key]
 
     def _attention_bias(self, n_prefix: int, n_queries: int, like: Tensor) -> Optional[Tensor]:
         """Additive mask (M+Q, T+M+Q) of the next forward: the whole cache is visible (its
@@ -255,6 +294,9 @@ class DrafterCache:
         self.fed = self.fed.index_select(0, rows)
         self.length = int(self.fed.max()) if rows.numel() > 0 else 0
         self.tokens = self.tokens.index_select(0, rows)[:, :self.length]
+        if self.layers is not None:
+            self.layers.keep_rows(rows)
+            return
         holes = torch.arange(self.length, device=rows.device)[None, :] >= self.fed[:, None]
         for layer in self.decoder.layers:
             encoder_attn = getattr(layer, "encoder_attn", None)
