@@ -117,3 +117,15 @@ def test_float32_model_matches_too():
         ours = SpeculativeGenerator(model, DICT, RandomDrafter(seed, len(DICT)), SpeculativeConfig(block_size=4, max_len_b=15)).generate([model], batch)
         for ref, out in zip(reference, ours):
             assert out[0]["tokens"].tolist() == ref[0]["tokens"].tolist()
+
+
+def test_limits_turn_nan_into_minus_inf_like_fairseq():
+    """fairseq's generator sets NaN log-probs to -inf before choosing; +-inf stay."""
+    import math
+
+    from fairseq_plugins.decoding.acceptance import GenerationLimits, apply_limits
+
+    lprobs = torch.tensor([[[float("nan"), -1.0, float("inf"), -float("inf"), -2.0, float("nan")]]])
+    limits = GenerationLimits(pad=1, unk=3, eos=2, min_len=0, max_len=100)
+    out = apply_limits(lprobs, torch.zeros(1, 1, dtype=torch.long), limits)
+    assert out[0, 0].tolist() == [-math.inf, -math.inf, math.inf, -math.inf, -2.0, -math.inf]
