@@ -1,0 +1,102 @@
+"""Plot a validation metric of fairseq-train logs against updates (one line per log).
+
+    python -m fairseq_plugins.scripts.plot_validation train.log [more.log ...] \\
+        --metric spec_tokens_per_iter --out curve.png
+
+Reads fairseq's ``valid on 'valid' subset | ... | METRIC X | ... | num_updates N`` lines
+(``--log-format simple``, what the recipes write); logs of one resumed run (resumed
+trainings append new logs) are given in order with the same ``--label``.
+"""
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+from fairseq_plugins_compat.errors import PluginError
+
+VALID_LINE = re.compile(r"valid on '[^']+' subset \|(.*)")
+
+
+def read_points(path: str, metric: str) -> List[Tuple[int, int, float]]:
+    """(epoch, num_updates, value) of every validation line of the log that has ``metric``."""
+    points = []
+    for line in Path(path).read_text(errors="replace").splitlines():
+        match = VALID_LINE.search(line)
+        if not match:
+            continue
+        fields = dict(_pair(item) for item in match.group(1).split("|") if item.strip())
+        epoch_match = re.search(r"epoch (\d+)", line)
+        if metric in fields and "num_updates" in fields and epoch_match:
+            points.append((int(epoch_match.group(1)), int(float(fields["num_updates"])), float(fields[metric])))
+    return points
+
+
+def _pair(item: str) -> Tuple[str, str]:
+    name, _, value = item.strip().rpartition(" ")
+    return name.strip(), value
+
+
+def collect(logs: List[str], labels: List[str], metric: str) -> Dict[str, List[Tuple[int, int, float]]]:
+    """label -> points sorted by updates (a later log's point for the same epoch wins)."""
+    curves: Dict[str, Dict[int, Tuple[int, int, float]]] = {}
+    for path, label in zip(logs, labels):
+        if not Path(path).is_file():
+            raise PluginError(f"{path}: no such log file")
+        for point in read_points(path, metric):
+            curves.setdefault(label, {})[point[0]] = point
+    if not curves:
+        raise PluginError(f"no validation line with {metric!r} in {', '.join(logs)}")
+    return {label: sorted(points.values(), key=lambda p: p[1]) for label, points in curves.items()}
+
+
+def plot(curves, metric: str, out: str, title: str = ""):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for label, points in curves.items():
+        ax.plot([p[1] for p in points], [p[2] for p in points], marker="o", markersize=3, label=label)
+    ax.set_xlabel("updates")
+    ax.set_ylabel(f"valid {metric}")
+    if title:
+        ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("logs", nargs="+", help="fairseq-train logs (--log-format simple)")
+    parser.add_argument("--metric", default="spec_tokens_per_iter",
+                        help="validation metric to plot (default: spec_tokens_per_iter, the drafter's)")
+    parser.add_argument("--label", action="append",
+                        help="curve name of each log, in order (repeat; default: the log's file name; "
+                             "give two logs the same label to join a resumed run)")
+    parser.add_argument("--title", default="", help="plot title")
+    parser.add_argument("--out", required=True, help="PNG to write")
+    args = parser.parse_args(argv)
+    labels = args.label or [Path(p).stem for p in args.logs]
+    if len(labels) != len(args.logs):
+        raise PluginError(f"--label given {len(labels)} times for {len(args.logs)} logs")
+    curves = collect(args.logs, labels, args.metric)
+    plot(curves, args.metric, args.out, args.title)
+    for label, points in curves.items():
+        print(f"{label}: " + ", ".join(f"epoch {e} ({u} updates) {v:g}" for e, u, v in points))
+    print(f"wrote {args.out}")
+
+
+def cli_main():
+    try:
+        main()
+    except PluginError as error:
+        sys.exit(f"plot_validation: error: {error}")
+
+
+if __name__ == "__main__":
+    cli_main()
