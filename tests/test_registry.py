@@ -55,7 +55,7 @@ def decode_all(engine, label, drafter_path, batch_size):
 @pytest.mark.parametrize("batch_size", [1, 5])
 def test_every_greedy_equivalent_decoder_equals_greedy(engine, drafter, name, batch_size):  # noqa: F811
     greedy = decode_all(engine, "beam1", None, batch_size)
-    for label in (name, f"{name}:length=fixed"):
+    for label in (name, f"{name}:length=fixed", f"{name}:length=adaptive"):
         assert decode_all(engine, label, str(drafter), batch_size) == greedy, label
 
 
@@ -95,4 +95,4 @@ def test_a_config_saved_before_an_option_existed_reads_its_default():
     OmegaConf.set_struct(saved, True)  # unknown keys raise, as in a loaded checkpoint's config
     opts = DECODERS["specdec"].read_options(saved)
     assert opts.block_size == 4 and opts.drafter_path == "d.pt"
-    assert opts.draft_length == "adaptive" and opts.draft_vocab_size == 0
+    assert opts.draft_length == "measured" and opts.draft_vocab_size == 0

@@ -3,6 +3,9 @@
 Random tiny verifiers (double precision, so that a one-pass block forward and fairseq's
 token-by-token forward cannot round differently), random drafters, ragged batches.
 """
+import itertools
+import random
+
 import pytest
 import torch
 from fairseq.sequence_generator import SequenceGenerator
@@ -10,6 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
+from fairseq_plugins.decoding.draft_length import DraftGuard
 from fairseq_plugins.decoding.drafters import Drafter
 from tiny_models import build_transformer, make_batch, make_dictionary
 
@@ -25,6 +29,16 @@ class RandomDrafter(Drafter):
 
     def propose(self, tokens, lengths, k):
         return torch.randint(DICT.nspecial - 2, self.vocab, (tokens.size(0), k), generator=self.g)
+
+
+class CountingDrafter(RandomDrafter):
+    def __init__(self, seed, vocab):
+        super().__init__(seed, vocab)
+        self.calls = 0
+
+    def propose(self, tokens, lengths, k):
+        self.calls += 1
+        return super().propose(tokens, lengths, k)
 
 
 class OracleDrafter(Drafter):
@@ -70,19 +84,54 @@ def assert_same_hypotheses(reference, ours):
     max_len_a=st.sampled_from([0.0, 1.2]),
     max_len_b=st.integers(1, 16),
     min_len=st.integers(1, 3),
-    adaptive=st.booleans(),
+    length=st.sampled_from(["fixed", "adaptive", "measured"]),
 )
 def test_random_drafter_gives_greedy_output(seed, src_lengths, block_size, learned_pos, normalize_before,
-                                            eos_boost, max_len_a, max_len_b, min_len, adaptive):
+                                            eos_boost, max_len_a, max_len_b, min_len, length):
     assume(min_len <= int(max_len_a * (max(src_lengths) + 1) + max_len_b))
     model = build_transformer(DICT, seed=seed % 50, learned_pos=learned_pos, normalize_before=normalize_before,
                               eos_boost=eos_boost)
     batch = make_batch(DICT, src_lengths, seed=seed)
     lengths = dict(max_len_a=max_len_a, max_len_b=max_len_b, min_len=min_len)
     reference = greedy(model, batch, **lengths)
-    cfg = SpeculativeConfig(block_size=block_size, adaptive=adaptive, **lengths)
-    ours = SpeculativeGenerator(model, DICT, RandomDrafter(seed, len(DICT)), cfg).generate([model], batch)
-    assert_same_hypotheses(reference, ours)
+    cfg = SpeculativeConfig(block_size=block_size, adaptive=length != "fixed", measured=length == "measured", **lengths)
+    generator = SpeculativeGenerator(model, DICT, RandomDrafter(seed, len(DICT)), cfg)
+    if length == "measured":  # random timings: drafting and not drafting in random turns
+        generator.guard = DraftGuard(probe_every=3, clock=random_clock(seed))
+    assert_same_hypotheses(reference, generator.generate([model], batch))
+
+
+def random_clock(seed):
+    """A clock whose ticks have random lengths."""
+    ticks = itertools.accumulate(random.Random(seed).uniform(0.001, 1.0) for _ in itertools.count())
+    return lambda: next(ticks)
+
+
+def test_measured_length_skips_a_drafter_that_does_not_pay():
+    """A drafter measured to be slow is skipped (except probes); the output stays greedy's."""
+    model = build_transformer(DICT, seed=3, eos_boost=0.5)
+    batch = make_batch(DICT, [6, 9, 4], seed=1)
+    drafter = CountingDrafter(seed=2, vocab=len(DICT))
+    cfg = SpeculativeConfig(block_size=4, measured=True, adaptive=True, max_len_b=30)
+    generator = SpeculativeGenerator(model, DICT, drafter, cfg)
+    now = [0.0]
+
+    def clock():
+        return now[0]
+
+    generator.guard = DraftGuard(probe_every=8, clock=clock)
+    original = drafter.propose
+
+    def slow_propose(tokens, lengths, k):
+        now[0] += 100.0  # drafting costs 100 s, not drafting ~0
+        return original(tokens, lengths, k)
+
+    drafter.propose = slow_propose
+    for _ in range(3):
+        assert_same_hypotheses(greedy(model, batch, max_len_b=30), generator.generate([model], batch))
+    iterations = generator.guard.iteration
+    assert 1 <= drafter.calls <= 1 + iterations // 8  # the first iteration, then probes only
+    assert generator.stats.loop_iterations == iterations and generator.stats.undrafted >= iterations - drafter.calls
 
 
 @pytest.mark.parametrize("block_size", [1, 3, 7, 64])
@@ -129,3 +178,20 @@ def test_limits_turn_nan_into_minus_inf_like_fairseq():
     limits = GenerationLimits(pad=1, unk=3, eos=2, min_len=0, max_len=100)
     out = apply_limits(lprobs, torch.zeros(1, 1, dtype=torch.long), limits)
     assert out[0, 0].tolist() == [-math.inf, -math.inf, math.inf, -math.inf, -2.0, -math.inf]
+
+
+@pytest.mark.parametrize("draft_rate, plain_rate, drafts_mostly", [(3.0, 1.0, True), (0.5, 1.0, False)])
+def test_draft_guard_keeps_the_faster_choice_and_probes_the_other(draft_rate, plain_rate, drafts_mostly):
+    now = [0.0]
+    guard = DraftGuard(probe_every=10, clock=lambda: now[0])
+    choices = []
+    for _ in range(100):
+        drafting = guard.start_iteration()
+        choices.append(drafting)
+        now[0] += 1.0  # every iteration takes 1 s and gains its choice's rate in tokens
+        guard.end_iteration(draft_rate if drafting else plain_rate)
+    assert choices[:2] == [True, False]  # both tried first
+    probes = choices[9::10]
+    assert all(c != drafts_mostly for c in probes)  # every 10th iteration tries the other choice
+    others = [c for i, c in enumerate(choices[2:], start=2) if (i + 1) % 10]
+    assert all(c == drafts_mostly for c in others)

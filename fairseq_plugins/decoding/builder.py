@@ -16,7 +16,9 @@ def build_speculative(task, models, args, name, drafter, opts, block_size, beta=
     options.check_models_device(models)
     if len(models) != 1:
         raise PluginError(f"--decoding {name} verifies with one model; got an ensemble of {len(models)}")
-    cfg = options.speculative_config(args, block_size, beta, tau, adaptive=opts.draft_length == "adaptive")
+    length = str(opts.draft_length)
+    cfg = options.speculative_config(args, block_size, beta, tau, adaptive=length == "adaptive",
+                                     measured=length == "measured")
     options.report_as_greedy(args, name)
     generator = SpeculativeGenerator(models[0], task.target_dictionary, drafter, cfg)
     log_stats_at_exit(generator.stats, name)

@@ -40,6 +40,7 @@ class SpeculativeConfig:
 
     block_size: int  # k: tokens drafted per iteration (the most, when adaptive)
     adaptive: bool = False  # per-row draft length (see draft_length)
+    measured: bool = False  # adaptive + draft only while measured to pay (draft_length.DraftGuard)
     beta: int = 1  # SpecDec++ top-beta (1 with tau 0: vanilla, lossless)
     tau: float = 0.0  # SpecDec++ log-probability tolerance
     max_len_a: float = 0.0
@@ -89,6 +90,7 @@ class SpeculativeGenerator:
         self.stats = stats or DecodingStats()
         self.accept = acceptance.choose_rule(cfg.beta, cfg.tau)
         self.profiler = NoProfile()
+        self.guard = draft_length.DraftGuard() if cfg.measured else None
 
     def limits(self, src_tokens: Tensor) -> acceptance.GenerationLimits:
         max_len = min(int(self.cfg.max_len_a * src_tokens.size(1) + self.cfg.max_len_b), self.max_positions - 1)
@@ -114,8 +116,10 @@ class SpeculativeGenerator:
         trace = self.stats.start_batch()
         while state.rows.numel() > 0:
             self.profiler.tick()
+            drafting = self.guard.start_iteration() if self.guard is not None else True
+            self.stats.count_iteration(drafted=drafting)
             with section("drafter"):  # 2. draft at most up to max_len
-                drafts = self._draft(state, limits.max_len)
+                drafts = self._draft(state, limits.max_len) if drafting else state.tokens[:, :0]
             with section("verifier"):  # 3. verify the pending token + the draft in one pass
                 lprobs, hidden = self._verify(cache, state, drafts, limits)
             with section("accept"):  # 4. accept up to the bifurcation, plus the verifier's own token there
@@ -128,6 +132,8 @@ class SpeculativeGenerator:
             with section("accept"):  # 6. retire finished rows
                 if bool(done.any()):
                     self._retire(state, done, finished, trace, cache)
+            if self.guard is not None:
+                self.guard.end_iteration(int(step.n_new.sum()))
         self.stats.end_batch(trace, sample["id"].tolist() if "id" in sample else None)
         return finished
 

@@ -7,7 +7,15 @@
 so a row whose drafts fail drafts one token per iteration and costs about one greedy step,
 and a row whose drafts succeed is back at full length after a few iterations.  The output
 is unchanged: the length only decides how much is offered to the verifier.
+
+``--draft-length measured`` adds :class:`DraftGuard`: a drafter that costs more than its
+accepted tokens save (a weak drafter; any drafter at a large batch on a CPU, where a wider
+block multiplies the verifier's arithmetic) is switched off for the iterations where not
+drafting is measured to be faster.
 """
+import math
+import time
+
 import torch
 from torch import Tensor
 
@@ -24,3 +32,46 @@ def next_lengths(k: Tensor, offered: Tensor, accepted: Tensor, k_max: int) -> Te
     shrunk = accepted + 1
     adapted = torch.where(accepted >= offered, grown, shrunk)
     return torch.where(offered > 0, adapted, k)
+
+
+class DraftGuard:
+    """``--draft-length measured``: adaptive length, and a measured choice, per iteration,
+    between drafting and not drafting (the verifier alone, one token per row).
+
+    For both choices it keeps decayed sums of the tokens gained and the seconds spent by
+    whole iterations, and drafts while drafting yields at least as many tokens per second;
+    every ``probe_every``-th iteration it tries the other choice, so both estimates stay
+    current (a choice never tried counts as infinitely fast, so both are tried at once).
+    The sums live as long as the generator: one sentence at batch 1 is a few iterations.
+    The output is the same whichever is chosen; only the speed (and the iteration
+    counts) depend on the machine's timings.
+    """
+
+    def __init__(self, probe_every: int = 16, decay: float = 0.9, clock=time.perf_counter):
+        self.probe_every, self.decay, self.clock = probe_every, decay, clock
+        self.tokens = {True: 0.0, False: 0.0}  # drafting? -> decayed tokens gained
+        self.seconds = {True: 0.0, False: 0.0}  # drafting? -> decayed seconds spent
+        self.iteration = 0
+        self.drafting = True
+        self.started = 0.0
+
+    def rate(self, drafting: bool) -> float:
+        """Tokens per second of that choice (inf while it was never measured)."""
+        seconds = self.seconds[drafting]
+        return self.tokens[drafting] / seconds if seconds > 0 else math.inf
+
+    def start_iteration(self) -> bool:
+        """Whether this iteration drafts; starts its clock."""
+        self.iteration += 1
+        best = self.rate(True) >= self.rate(False)
+        probe = self.iteration % self.probe_every == 0
+        self.drafting = best != probe
+        self.started = self.clock()
+        return self.drafting
+
+    def end_iteration(self, tokens: int):
+        """The iteration gained ``tokens`` (all rows together)."""
+        elapsed = max(self.clock() - self.started, 1e-9)
+        choice = self.drafting
+        self.tokens[choice] = self.decay * self.tokens[choice] + tokens
+        self.seconds[choice] = self.decay * self.seconds[choice] + elapsed

@@ -68,6 +68,12 @@ class DecodingStats:
         self.keep_trace = keep_trace
         self.gains: Dict[object, List[int]] = {}  # sentence id -> tokens gained per iteration
         self.traces: List[BatchTrace] = []
+        self.loop_iterations = 0  # iterations of the loop (a batch's, all rows together)
+        self.undrafted = 0  # of them, without drafting (--draft-length measured)
+
+    def count_iteration(self, drafted: bool):
+        self.loop_iterations += 1
+        self.undrafted += not drafted
 
     def start_batch(self) -> BatchTrace:
         return BatchTrace(keep_steps=self.keep_trace)
@@ -106,3 +112,6 @@ class DecodingStats:
                 f"{name}: {s['sentences']} sentences, {s['mean_iterations']:.2f} iterations/sentence, "
                 f"{s['mean_accepted_per_iteration']:.2f} tokens/iteration; tokens gained per iteration: {s['histogram']}"
             )
+        if self.undrafted:
+            logger.info(f"{name}: no draft in {self.undrafted} of {self.loop_iterations} iterations "
+                        "(--draft-length measured: not drafting was measured to be faster there)")
