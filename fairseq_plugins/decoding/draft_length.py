@@ -39,19 +39,24 @@ class DraftGuard:
     between drafting and not drafting (the verifier alone, one token per row).
 
     For both choices it keeps decayed sums of the tokens gained and the seconds spent by
-    whole iterations, and drafts while drafting yields at least as many tokens per second;
-    every ``probe_every``-th iteration it tries the other choice, so both estimates stay
-    current (a choice never tried counts as infinitely fast, so both are tried at once).
+    whole iterations, and drafts while drafting yields at least as many tokens per second.
+    It probes the other choice ``probe_every`` iterations after the best one changed, then
+    at doubling intervals (at most ``max_interval``) while the best one stays, so both
+    estimates stay current at a small cost (a choice never tried counts as infinitely
+    fast, so both are tried at once).
     The sums live as long as the generator: one sentence at batch 1 is a few iterations.
     The output is the same whichever is chosen; only the speed (and the iteration
     counts) depend on the machine's timings.
     """
 
-    def __init__(self, probe_every: int = 16, decay: float = 0.9, clock=time.perf_counter):
-        self.probe_every, self.decay, self.clock = probe_every, decay, clock
+    def __init__(self, probe_every: int = 16, max_interval: int = 128, decay: float = 0.9, clock=time.perf_counter):
+        self.probe_every, self.max_interval, self.decay, self.clock = probe_every, max_interval, decay, clock
         self.tokens = {True: 0.0, False: 0.0}  # drafting? -> decayed tokens gained
         self.seconds = {True: 0.0, False: 0.0}  # drafting? -> decayed seconds spent
         self.iteration = 0
+        self.best = True
+        self.interval = probe_every
+        self.next_probe = probe_every
         self.drafting = True
         self.started = 0.0
 
@@ -64,7 +69,13 @@ class DraftGuard:
         """Whether this iteration drafts; starts its clock."""
         self.iteration += 1
         best = self.rate(True) >= self.rate(False)
-        probe = self.iteration % self.probe_every == 0
+        if best != self.best:
+            self.best, self.interval = best, self.probe_every
+            self.next_probe = self.iteration + self.interval
+        probe = self.iteration >= self.next_probe
+        if probe:
+            self.interval = min(2 * self.interval, self.max_interval)
+            self.next_probe = self.iteration + self.interval
         self.drafting = best != probe
         self.started = self.clock()
         return self.drafting

@@ -15,7 +15,7 @@ DRAFT_LENGTH_HELP = (
     "adaptive: each row drafts up to --block-size tokens, doubling its draft after a fully accepted one "
     "and shrinking it to (accepted + 1) after a rejection (costs at most ~one greedy step when drafts fail); "
     "fixed: always --block-size; measured (the default): adaptive, and the drafter is skipped in the iterations where "
-    "not drafting is measured (tokens per second of whole iterations, probed every 16) to be faster, "
+    "not drafting is measured (tokens per second of whole iterations, re-tried at doubling intervals) to be faster, "
     "so a drafter that does not pay on this machine and batch size costs little (iteration counts then "
     "depend on timings; the output never does)"
 )
