@@ -195,3 +195,19 @@ def test_draft_guard_keeps_the_faster_choice_and_probes_the_other(draft_rate, pl
     assert len(probes) >= 2 and all(b - a >= 10 for a, b in zip(probes, probes[1:]))
     gaps = [b - a for a, b in zip(probes, probes[1:])]
     assert gaps == sorted(gaps) and gaps[-1] > gaps[0]  # probed at growing intervals while the best one stays
+
+
+@pytest.mark.parametrize("beta, tau, guarded", [(1, 0.0, True), (3, 1.0, False), (1, 0.5, False)])
+def test_measured_length_is_for_lossless_acceptance_only(beta, tau, guarded):
+    """SpecDec++'s output depends on the drafts: timings must not decide them (it runs adaptive)."""
+    from types import SimpleNamespace
+
+    from fairseq_plugins.decoding.builder import build_speculative
+    from fairseq_plugins.decoding.options import DraftLengthOptions
+
+    model = build_transformer(DICT, seed=0)
+    task, args = SimpleNamespace(target_dictionary=DICT), SimpleNamespace(beam=1, max_len_a=0.0, max_len_b=10)
+    assert DraftLengthOptions().draft_length == "measured"
+    generator = build_speculative(task, [model], args, "specdec", RandomDrafter(0, len(DICT)), DraftLengthOptions(),
+                                  3, beta, tau)
+    assert (generator.guard is not None) == guarded and generator.cfg.adaptive

@@ -17,8 +17,9 @@ def build_speculative(task, models, args, name, drafter, opts, block_size, beta=
     if len(models) != 1:
         raise PluginError(f"--decoding {name} verifies with one model; got an ensemble of {len(models)}")
     length = str(opts.draft_length)
-    cfg = options.speculative_config(args, block_size, beta, tau, adaptive=length == "adaptive",
-                                     measured=length == "measured")
+    lossless = beta == 1 and tau == 0.0  # measured: SpecDec++'s output depends on the drafts, so not on timings
+    cfg = options.speculative_config(args, block_size, beta, tau, adaptive=length in ("adaptive", "measured"),
+                                     measured=length == "measured" and lossless)
     options.report_as_greedy(args, name)
     generator = SpeculativeGenerator(models[0], task.target_dictionary, drafter, cfg)
     log_stats_at_exit(generator.stats, name)

@@ -17,7 +17,7 @@ DRAFT_LENGTH_HELP = (
     "fixed: always --block-size; measured (the default): adaptive, and the drafter is skipped in the iterations where "
     "not drafting is measured (tokens per second of whole iterations, re-tried at doubling intervals) to be faster, "
     "so a drafter that does not pay on this machine and batch size costs little (iteration counts then "
-    "depend on timings; the output never does)"
+    "depend on timings; the output never does: specdec++, whose output depends on the drafts, runs adaptive)"
 )
 
 
