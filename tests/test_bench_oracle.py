@@ -76,8 +76,9 @@ def test_profile_splits_one_iteration_into_its_parts(profiled):
         parts = [entry[name] for name in ("encoder", "drafter", "verifier", "accept")]
         assert all(part > 0 for part in parts) and 0 <= entry["other"] < 0.5 * entry["profiled"], entry
         assert sum(parts) + entry["other"] == pytest.approx(entry["profiled"])
-        # the timed pass is another pass (on a loaded 2-core machine): the same cost within a factor 2
-        assert 0.5 < sum(parts) / entry["measured"] < 2.0, entry
+        # the timed pass is another pass (on a loaded 2-core machine, a few iterations): the same cost
+        # within a factor 4 (a unit error would be 1000)
+        assert 0.25 < sum(parts) / entry["measured"] < 4.0, entry
         assert entry["iterations"] == sum(rows[label]["iterations"])  # batch size 1: per sentence
         assert entry["greedy_step_ms"] == pytest.approx(1000 * greedy["total_s"] / sum(greedy["iterations"]))
         # the identity behind the table: speedup vs greedy (total) = greedy steps per iteration / measured

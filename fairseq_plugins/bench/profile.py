@@ -91,18 +91,22 @@ def greedy_batch_steps(greedy_row: dict, batches: List[Batch]) -> int:
 def summarize(found: ProfilePass, timed_row: Optional[dict], greedy_row: dict, batches: List[Batch]) -> dict:
     """The profile entry of one decoder and batch size: per-iteration costs in greedy steps.
 
-    ``measured`` is the timed row's total time / the pass's iterations (the same decoding,
-    so the same iterations), to compare with the sum of the parts."""
+    The parts and ``profiled`` are per iteration of the profile pass.  ``iterations`` are the
+    timed row's at batch size 1 (its per-sentence counts add up to the loop's), else the
+    pass's: with ``--draft-length measured`` the two passes can differ by a few iterations
+    (the drafter is skipped where timings say so).  ``measured`` = the timed row's total
+    time / ``iterations``, to compare with the sum of the parts."""
     greedy_steps = greedy_batch_steps(greedy_row, batches)
     step_s = greedy_row["total_s"] / greedy_steps
     per_iteration = max(1, found.iterations) * step_s  # seconds -> greedy steps per iteration
     parts = {name: found.seconds.get(name, 0.0) / per_iteration for name in PARTS}
     profiled = found.total_s / per_iteration
+    iterations = sum(timed_row["iterations"]) if timed_row and found.batch_size == 1 else found.iterations
     return {
-        "decoder": found.decoder, "batch_size": found.batch_size, "iterations": found.iterations,
-        "greedy_step_ms": step_s * 1000.0, "greedy_steps_per_iteration": greedy_steps / max(1, found.iterations),
+        "decoder": found.decoder, "batch_size": found.batch_size, "iterations": iterations,
+        "greedy_step_ms": step_s * 1000.0, "greedy_steps_per_iteration": greedy_steps / max(1, iterations),
         **parts, "other": profiled - sum(parts.values()), "profiled": profiled,
-        "measured": timed_row["total_s"] / per_iteration if timed_row else None,
+        "measured": timed_row["total_s"] / (max(1, iterations) * step_s) if timed_row else None,
         "seconds": {**{name: found.seconds.get(name, 0.0) for name in PARTS}, "total": found.total_s},
     }
 

@@ -70,9 +70,10 @@ def profile_table(entries: List[dict]) -> List[str]:
              "sections timed (CUDA synchronised): encoder = once per batch (verifier encoder, its cache, the "
              "drafter's start), amortised as the pass's encoder time / its iterations; drafter = propose + update; "
              "verifier = one pass over the pending token + the draft; accept = acceptance, appending, cache "
-             "rollback, retiring rows; other = the rest of the pass; profiled = the pass's time / iterations; "
-             "measured = the timed row's total time / the same iterations.  Speedup vs greedy (total) = "
-             "greedy steps per iteration / measured.", ""]
+             "rollback, retiring rows; other = the rest of the pass; profiled = the pass's time / its iterations; "
+             "iterations = the timed row's at batch size 1, else the pass's (with `--draft-length measured` the "
+             "two passes can differ a little: timings decide where the drafter is skipped); measured = the timed "
+             "row's total time / iterations.  Speedup vs greedy (total) = greedy steps per iteration / measured.", ""]
     if not entries:
         return lines + ["No row was profiled (the speculative rows were skipped, or are not the speculative core)."]
     lines += ["| " + " | ".join(PROFILE_COLUMNS) + " |", "|" + "---|" * len(PROFILE_COLUMNS)]
