@@ -157,6 +157,10 @@ def main(argv=None):
     print(f"\n{len(sentences)} sentences, batch 1, {args.threads} thread(s), {platform.processor() or platform.machine()}:")
     print(f"  greedy  {greedy_time:.2f}s   specdec {spec_time:.2f}s   speedup {greedy_time / spec_time:.2f}x")
     print(f"  specdec: {sum(tokens) / sum(steps):.2f} tokens per iteration (greedy: 1.00)")
+    stats = getattr(specdec.generator, "stats", None)
+    if stats is not None and stats.undrafted:  # --draft-length measured skipped the drafter where it did not pay
+        print(f"  the drafter was skipped in {stats.undrafted} of {stats.loop_iterations} iterations: not drafting "
+              f"was measured faster there (--draft-length measured; --draft-length adaptive always drafts)")
     print(f"  output identical to greedy: {identical}/{len(sentences)}\n")
     print("\n".join(reuse_instructions(data, verifier, drafter, options, None if demo else workdir)))
     return 0 if identical == len(sentences) else 1
