@@ -148,3 +148,25 @@ def test_multi30k_recipe_dry_run(reverse_data, tmp_path):
     assert "vs `single_l2r` at the same beam" in table and "warm-up 1 sentences" in table
     rerun = run()
     assert rerun.returncode == 0 and "trained already" in rerun.stdout and "fairseq_cli.train" not in rerun.stdout
+
+
+def test_multi30k_recipe_converge_dry_run(reverse_data, tmp_path):
+    """CONVERGE=1: BLEU on valid every epoch, the best checkpoints kept and averaged, the
+    averaged model evaluated, valid BLEU curves plotted."""
+    import os
+    import subprocess
+
+    from conftest import BIN_DIR, REPO
+
+    env = {**os.environ, "DRY_RUN": "1", "CONVERGE": "1", "DATA": str(reverse_data), "SRC": "src", "TGT": "tgt",
+           "REMOVE_BPE": "none", "EVALUATE": "1", "ORDERS": "bidirectional single_l2r", "SAVE_ROOT": str(tmp_path),
+           "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
+    proc = subprocess.run(["bash", str(REPO / "recipes" / "double-token" / "train-multi30k.sh")], env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    for order in ("bidirectional", "single_l2r"):
+        assert len(list((tmp_path / order).glob("checkpoint.best_bleu_*.pt"))) == 2  # AVERAGE_BEST in a dry run
+        assert (tmp_path / order / "checkpoint_avg_best.pt").exists()
+        assert re.search(rf"^{order}: epoch 1 \(\d+ updates\) [\d.]+, epoch 2 ", proc.stdout, re.M), proc.stdout[-3000:]
+    assert (tmp_path / "bleu-curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert "checkpoint_avg_best.pt" in (tmp_path / "results.json").read_text()

@@ -8,6 +8,7 @@ EOD (end of decoding) is the dictionary's eos symbol; see ``double_token/reorder
 from dataclasses import dataclass, field
 
 from fairseq.dataclass import ChoiceEnum
+from fairseq.logging import metrics
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
@@ -29,6 +30,19 @@ class DoubleTokenTranslationConfig(TranslationConfig):
                           "double_l2r / double_r2l (two contiguous tokens per step), "
                           "single_l2r / single_r2l (one token per step); use the same order to train and generate"},
     )
+
+
+def _valid_bleu(meters) -> float:
+    """Corpus BLEU of the validation hypotheses (fairseq's ``compute_bleu``), 0 when every
+    hypothesis was empty (fairseq then logs none of the BLEU statistics)."""
+    if "_bleu_totals" not in meters:
+        return 0.0
+    from sacrebleu.metrics import BLEU
+
+    bleu = BLEU.compute_bleu(correct=meters["_bleu_counts"].sum, total=meters["_bleu_totals"].sum,
+                             sys_len=meters["_bleu_sys_len"].sum, ref_len=meters["_bleu_ref_len"].sum,
+                             smooth_method="exp")
+    return round(bleu.score, 2)
 
 
 @register_task("double_token_translation", dataclass=DoubleTokenTranslationConfig)
@@ -58,6 +72,14 @@ class DoubleTokenTranslationTask(TranslationTask):
             raise PluginError(f"--task double_token_translation needs --arch double_token_transformer*, "
                               f"not {type(model).__name__}")
         return model
+
+    def reduce_metrics(self, logging_outputs, criterion):
+        """fairseq's, plus valid BLEU 0 when every hypothesis is empty (an early model): fairseq then
+        logs no BLEU at all, and ``--best-checkpoint-metric bleu`` fails with a KeyError."""
+        validation = any("_bleu_totals_0" in log for log in logging_outputs)  # training steps do not score BLEU
+        if self.cfg.eval_bleu and validation:  # registered first, fairseq's own derived "bleu" is not added
+            metrics.log_derived("bleu", _valid_bleu)
+        super().reduce_metrics(logging_outputs, criterion)
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
         """Algorithm 1 / greedy pair search for two tokens per step; fairseq's own search

@@ -8,6 +8,10 @@
 #   DATA=$RUNS/multi30k/bin bash recipes/double-token/train-multi30k.sh
 #   ORDERS="bidirectional single_l2r single_r2l double_l2r double_r2l" bash recipes/double-token/train-multi30k.sh
 #                                              # all systems of the paper's Table 2 (but Mask-Predict)
+#   CONVERGE=1 EVALUATE=1 bash recipes/double-token/train-multi30k.sh   # to convergence (patience 10, average
+#                                              # of the 10 best), BLEU curves in SAVE_ROOT/bleu-curves.png
+#   DATA=$RUNS/multi30k/distilled/bin SAVE_ROOT=$RUNS/multi30k/double-token-distilled CONVERGE=1 EVALUATE=1 \
+#     bash recipes/double-token/train-multi30k.sh  # the same on the verifier's distillation (the paper's remark)
 #   DRY_RUN=1 DATA=<small binarized dir> SRC=src TGT=tgt REMOVE_BPE=none bash recipes/double-token/train-multi30k.sh
 # Every option below is an env var. Extra fairseq-train options: append after the script name.
 # An order whose SAVE_ROOT/ORDER/training.done exists is not trained again (delete it to train on:
@@ -34,6 +38,9 @@ main() {
   KEEP_LAST_EPOCHS=${KEEP_LAST_EPOCHS:-5}
   SEED=${SEED:-1}; LOG_INTERVAL=${LOG_INTERVAL:-20}
   EVAL_BLEU=${EVAL_BLEU:-0}                    # 1: BLEU on valid each epoch (greedy), best by BLEU
+  CONVERGE=${CONVERGE:-0}                      # 1: to convergence, as the paper: EVAL_BLEU=1, early stopping after
+  PATIENCE=${PATIENCE:-10}                     #    PATIENCE epochs without a better valid BLEU (MAX_EPOCH 200), then
+  AVERAGE_BEST=${AVERAGE_BEST:-10}             #    the average of the AVERAGE_BEST best checkpoints is evaluated
   # evaluation
   EVALUATE=${EVALUATE:-0}                      # 1: decode GEN_SUBSET with every trained order
   GEN_SUBSET=${GEN_SUBSET:-test}               # test = test2016 flickr, test1 = test2017 flickr
@@ -51,11 +58,36 @@ main() {
     CPU=1; FP16=0; NUM_WORKERS=0; LOG_INTERVAL=5; EVAL_BLEU=0; KEEP_LAST_EPOCHS=2; BEAM=2
     MAX_SENTENCES=${DRY_SENTENCES:-5}; BENCH_WARMUP=1
   fi
+  if [ "$CONVERGE" = 1 ]; then
+    EVAL_BLEU=1; CHECKPOINT=checkpoint_avg_best.pt
+    if [ "$DRY_RUN" = 1 ]; then AVERAGE_BEST=2; else MAX_EPOCH=${CONVERGE_MAX_EPOCH:-200}; fi
+  fi
   export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
   all_exist "$DATA/dict.$SRC.txt" "$DATA/dict.$TGT.txt" || die "no binarized data in DATA=$DATA (recipes/data/prepare-multi30k.sh)"
   local order
   for order in $ORDERS; do train_one "$order" "$@"; done
+  if [ "$CONVERGE" = 1 ]; then
+    for order in $ORDERS; do average_best "$order"; done
+    plot_curves
+  fi
   if [ "$EVALUATE" = 1 ]; then evaluate; fi
+}
+
+# average_best ORDER: SAVE_ROOT/ORDER/checkpoint_avg_best.pt = the mean of its kept best checkpoints
+average_best() {
+  local dir=$SAVE_ROOT/$1 best
+  mapfile -t best < <(ls "$dir"/checkpoint.best_bleu_*.pt 2>/dev/null)
+  [ "${#best[@]}" -gt 0 ] || die "$1: no checkpoint.best_bleu_*.pt in $dir (trained without CONVERGE=1?)"
+  log "$1: averaging its ${#best[@]} best checkpoints by valid BLEU -> $dir/checkpoint_avg_best.pt"
+  average_checkpoints --inputs "${best[@]}" --output "$dir/checkpoint_avg_best.pt"
+}
+
+# plot_curves: valid BLEU per epoch of every order -> SAVE_ROOT/bleu-curves.png (and the values on stdout)
+plot_curves() {
+  local order logs=() labels=()
+  for order in $ORDERS; do logs+=("$SAVE_ROOT/$order/train.log"); labels+=(--label "$order"); done
+  "$PYTHON" -m fairseq_plugins.scripts.plot_validation "${logs[@]}" "${labels[@]}" --metric bleu \
+    --title "valid BLEU (greedy) per epoch" --out "$SAVE_ROOT/bleu-curves.png"
 }
 
 # train_one ORDER [fairseq-train options...]: SAVE_ROOT/ORDER/checkpoint*.pt
@@ -83,6 +115,9 @@ train_one() {
   if [ "$EVAL_BLEU" = 1 ]; then
     args+=(--eval-bleu --eval-bleu-args '{"beam": 1}' --eval-bleu-detok space
            --best-checkpoint-metric bleu --maximize-best-checkpoint-metric)
+  fi
+  if [ "$CONVERGE" = 1 ]; then
+    args+=(--patience "$PATIENCE" --keep-best-checkpoints "$AVERAGE_BEST")
     if [ "$REMOVE_BPE" != none ]; then args+=(--eval-bleu-remove-bpe "$REMOVE_BPE"); fi
   fi
   if all_exist "$SAVE_ROOT/$order/training.done"; then
