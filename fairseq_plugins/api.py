@@ -86,7 +86,7 @@ class Translator:
         results = []
         for start in range(0, len(tokens), batch_size):
             results.extend(inference.best_hypotheses(self.task, self.generator, self.models,
-                                                     tokens[start: start + batch_size]))
+                                                     tokens[start: start + batch_size], first_id=start))
         return results
 
     def translate(self, sentences: List[str], batch_size: int = 1) -> List[str]:

@@ -54,14 +54,16 @@ def collate(task, tokens: List[torch.Tensor], device=None) -> dict:
 
 
 @torch.no_grad()
-def best_hypotheses(task, generator, models, tokens: List[torch.Tensor]) -> List[dict]:
+def best_hypotheses(task, generator, models, tokens: List[torch.Tensor], first_id: int = 0) -> List[dict]:
     """Best hypothesis (fairseq dict: tokens, score, steps, ...) of each source, in input order.
 
-    tokens: B sources (S_b,), each ending in eos; one batch, on the models' device."""
+    tokens: B sources (S_b,), each ending in eos; one batch, on the models' device.
+    first_id: the sentence id of ``tokens[0]`` (ids are what the decoders' statistics count)."""
     device = next(models[0].parameters()).device
     sample = collate(task, tokens, device)
+    sample["id"] = sample["id"] + first_id
     hypotheses = task.inference_step(generator, models, sample)
     best = [None] * len(tokens)
     for position, sentence_id in enumerate(sample["id"].tolist()):
-        best[sentence_id] = hypotheses[position][0]
+        best[sentence_id - first_id] = hypotheses[position][0]
     return best

@@ -18,6 +18,15 @@ def test_translate_equals_greedy(reverse_data, tiny_checkpoint, decoding):
     assert all(h["steps"] <= len(h["tokens"]) for h in fast.translate_tokens(SENTENCES))
 
 
+
+def test_statistics_count_every_sentence_at_batch_1(reverse_data, tiny_checkpoint):
+    translator = Translator.load(str(tiny_checkpoint), str(reverse_data), decoding="iad", max_len_b=30)
+    translator.translate(SENTENCES)
+    assert translator.generator.stats.summary()["sentences"] == 3  # ids 0, 1, 2: not every batch's id 0
+    translator.translate(SENTENCES)
+    assert translator.generator.stats.summary()["sentences"] == 3  # the same sentences again replace their records
+
+
 def test_translate_rejects_a_bare_string(reverse_data, tiny_checkpoint):
     translator = Translator.load(str(tiny_checkpoint), str(reverse_data), decoding="iad")
     with pytest.raises(PluginError, match="list of sentences"):
