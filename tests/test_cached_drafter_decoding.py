@@ -69,3 +69,18 @@ def test_draft_vocabulary_limit_keeps_greedy_output(seed, src_lengths, limit):
     for with_cache, without, reference in zip(*runs, greedy):
         assert with_cache[0]["tokens"].tolist() == without[0]["tokens"].tolist() == reference[0]["tokens"].tolist()
         assert with_cache[0]["accepted_per_iteration"] == without[0]["accepted_per_iteration"]
+
+
+def test_default_draft_vocabulary_covers_95_percent_of_the_counts():
+    from fairseq.data import Dictionary
+
+    from fairseq_plugins.decoding.specdec import frequent_entries
+
+    dictionary = Dictionary()
+    for word, count in [("a", 50), ("b", 30), ("c", 15), ("d", 4), ("e", 1)]:
+        dictionary.add_symbol(word, n=count)
+    assert frequent_entries(dictionary) == dictionary.nspecial + 3  # 50 + 30 + 15 = 95 of 100
+    assert frequent_entries(dictionary, coverage=0.96) == dictionary.nspecial + 4
+    dictionary.add_symbol("f", n=7)  # not sorted by count any more: the whole vocabulary
+    assert frequent_entries(dictionary) == 0
+    assert frequent_entries(Dictionary()) == 0  # no counts

@@ -95,4 +95,4 @@ def test_a_config_saved_before_an_option_existed_reads_its_default():
     OmegaConf.set_struct(saved, True)  # unknown keys raise, as in a loaded checkpoint's config
     opts = DECODERS["specdec"].read_options(saved)
     assert opts.block_size == 4 and opts.drafter_path == "d.pt"
-    assert opts.draft_length == "measured" and opts.draft_vocab_size == 0
+    assert opts.draft_length == "measured" and opts.draft_vocab_size is None
