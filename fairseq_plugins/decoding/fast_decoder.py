@@ -211,15 +211,15 @@ class FastDecoderLayers:
         """x (m, B, C) at steps valid[i] + j; every row has between ``low`` and ``high``
         cached tokens. Returns (m, B, C).
 
-        Inside the block token j sees token b unless ``block_hidden[j, b]`` ((m, m) bool;
-        default: causal, b > j hidden) or ``block_padding[i, b]`` ((B, m) bool, slots of
-        row i that nobody sees); every token sees its row's whole cache."""
+        Inside the block, token j sees token b > j never (causal) or, given ``block_hidden``
+        ((m, m) bool), unless ``block_hidden[j, b]`` or ``block_padding[i, b]`` ((B, m) bool or
+        None, slots of row i that nobody sees); every token sees its row's whole cache."""
         m = x.size(0)
         length = high + m
         for layer in self.layers:
             layer.ensure_capacity(length)
         write = self._uniform_write(low, m) if low == high else self._ragged_write(valid, m)
-        if block_hidden is not None or block_padding is not None:
+        if block_hidden is not None:
             self_mask = self._block_mask(valid, length, m, block_hidden, block_padding)
         elif low == high:
             self_mask = self._uniform_mask(low, m, x.device)
@@ -260,14 +260,12 @@ class FastDecoderLayers:
         return (slots > last_seen.unsqueeze(2)).unsqueeze(1)
 
     @staticmethod
-    def _block_mask(valid: Tensor, length: int, m: int, hidden: Optional[Tensor], padding: Optional[Tensor]) -> Tensor:
+    def _block_mask(valid: Tensor, length: int, m: int, hidden: Tensor, padding: Optional[Tensor]) -> Tensor:
         """(B, 1, m, length) bool, True = hidden: row i's slot s holds block token
         s - valid[i] when that is in [0, m); slots past the block are hidden."""
         offset = torch.arange(length, device=valid.device).unsqueeze(0) - valid.unsqueeze(1)  # (B, L)
         in_block = (offset >= 0) & (offset < m)
         index = offset.clamp(0, m - 1)
-        if hidden is None:
-            hidden = torch.ones(m, m, dtype=torch.bool, device=valid.device).triu(1)
         mask = hidden[:, index].transpose(0, 1)  # (B, m, L)
         if padding is not None:
             mask = mask | padding.gather(1, index).unsqueeze(1)

@@ -111,7 +111,7 @@ def speculative_config(args, block_size, beta=1, tau=0.0, adaptive=False, measur
     if tau < 0:
         raise PluginError(f"--tau must be >= 0, got {tau}")
     return SpeculativeConfig(
-        block_size=block_size, adaptive=adaptive or measured, measured=measured, beta=beta, tau=tau,
+        block_size=block_size, adaptive=adaptive, measured=measured, beta=beta, tau=tau,
         max_len_a=getattr(args, "max_len_a", 0.0), max_len_b=getattr(args, "max_len_b", 200),
         min_len=getattr(args, "min_len", 1), unk_penalty=getattr(args, "unkpen", 0.0),
         len_penalty=getattr(args, "lenpen", 1.0), normalize_scores=not getattr(args, "unnormalized", False),
