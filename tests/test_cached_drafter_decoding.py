@@ -84,3 +84,67 @@ def test_default_draft_vocabulary_covers_95_percent_of_the_counts():
     dictionary.add_symbol("f", n=7)  # not sorted by count any more: the whole vocabulary
     assert frequent_entries(dictionary) == 0
     assert frequent_entries(Dictionary()) == 0  # no counts
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 500), src_lengths=st.lists(st.integers(1, 9), min_size=1, max_size=4),
+       k=st.integers(1, 4), adaptive=st.booleans(), limit=st.sampled_from([0, 9]))
+def test_int8_drafter_keeps_greedy_output(seed, src_lengths, k, adaptive, limit):
+    """``--drafter-precision int8``: the drafter's products in int8, the output still greedy's."""
+    from fairseq_plugins.decoding.fast_decoder import Int8Linears
+
+    verifier = build_verifier(DICT, seed=seed)
+    drafter = build_drafter(DICT, seed=seed + 1)
+    batch = make_batch(DICT, src_lengths, seed=seed)
+    cfg = SpeculativeConfig(block_size=k, adaptive=adaptive, max_len_b=14)
+    adapter = BlockDrafter(drafter, vocab_limit=limit, linear=Int8Linears())
+    ours = SpeculativeGenerator(verifier, DICT, adapter, cfg).generate([verifier], batch)
+    greedy = SequenceGenerator([verifier], DICT, beam_size=1, max_len_b=14).generate([verifier], batch)
+    assert adapter.cache.layers is not None  # the lean layers ran the int8 products
+    for out, reference in zip(ours, greedy):
+        assert out[0]["tokens"].tolist() == reference[0]["tokens"].tolist()
+
+
+def test_int8_drafter_proposes_close_to_the_float_one():
+    """int8 weights and inputs: log-probs within quantisation error of float's (same shapes,
+    renormalised over the limited vocabulary)."""
+    from fairseq_plugins.decoding.drafters import BatchStart
+    from fairseq_plugins.decoding.fast_decoder import Int8Linears
+
+    drafter = build_drafter(DICT, seed=5)
+    batch = make_batch(DICT, [4, 7, 2], seed=2)
+    tokens = torch.full((3, 9), DICT.pad())
+    tokens[:, 0] = DICT.eos()
+    tokens[:, 1:4] = torch.tensor([[5, 6, 7], [8, 5, 9], [6, 6, 4]])
+    lengths = torch.tensor([4, 2, 3])
+    proposals = []
+    for linear in (None, Int8Linears()):
+        adapter = BlockDrafter(drafter, vocab_limit=12, linear=linear)
+        adapter.start(BatchStart(batch["net_input"]["src_tokens"], batch["net_input"]["src_lengths"], 20, None))
+        proposals.append(adapter.propose(tokens, lengths, 3).lprobs)
+    exact, int8 = proposals
+    assert int8.shape == exact.shape == (3, 3, 12)
+    torch.testing.assert_close(int8.exp().sum(-1), torch.ones(3, 3))
+    error = (int8.exp() - exact.exp()).abs().max()
+    assert 0 < error < 0.05  # int8 is an approximation, a close one
+
+
+def test_drafter_precision_option():
+    """auto = int8 for lossless specdec on CPU only; int8 refused where it cannot run."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from fairseq_plugins.decoding.fast_decoder import Int8Linears
+    from fairseq_plugins.decoding.specdec import drafter_linear
+    from fairseq_plugins_compat.errors import PluginError
+
+    drafter = build_drafter(DICT, seed=1)
+    assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec", drafter), Int8Linears)
+    assert drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec++", drafter) is None  # output depends on drafts
+    assert drafter_linear(SimpleNamespace(drafter_precision="float"), "specdec", drafter) is None
+    assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="int8"), "specdec++", drafter), Int8Linears)
+    drafter.decoder.prefix_causal = False  # no cache: the int8 products run in the cache's layers
+    assert drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec", drafter) is None
+    with pytest.raises(PluginError, match="needs the drafter cache"):
+        drafter_linear(SimpleNamespace(drafter_precision="int8"), "specdec", drafter)

@@ -191,10 +191,28 @@ def test_draft_guard_keeps_the_faster_choice_and_probes_the_other(draft_rate, pl
         now[0] += 1.0  # every iteration takes 1 s and gains its choice's rate in tokens
         guard.end_iteration(draft_rate if drafting else plain_rate)
     assert choices[:2] == [True, False]  # both tried first
-    probes = [i for i, c in enumerate(choices[2:], start=2) if c != drafts_mostly]
+    start = 2 if drafts_mostly else 4  # drafting again after the probe of not drafting: one more to count
+    probed = [i for i, c in enumerate(choices[start:], start=start) if c != drafts_mostly]
+    probes = [i for i in probed if i - 1 not in probed]  # probes last 2 iterations
+    assert all(i + 1 in probed for i in probes)
     assert len(probes) >= 2 and all(b - a >= 10 for a, b in zip(probes, probes[1:]))
     gaps = [b - a for a, b in zip(probes, probes[1:])]
     assert gaps == sorted(gaps) and gaps[-1] > gaps[0]  # probed at growing intervals while the best one stays
+
+
+def test_draft_guard_does_not_count_the_drafter_catching_up():
+    """The first drafting iteration after undrafted ones (a cached drafter feeds every token
+    accepted meanwhile) is a one-off cost: it must not make drafting look slow."""
+    now = [0.0]
+    guard = DraftGuard(probe_every=4, clock=lambda: now[0])
+    choices = []
+    for _ in range(200):
+        drafting = guard.start_iteration()
+        catching_up = drafting and bool(choices) and not choices[-1]
+        choices.append(drafting)
+        now[0] += 100.0 if catching_up else 1.0  # catching up is slow; drafting gains 2 tokens per second
+        guard.end_iteration(2 if drafting else 1)
+    assert sum(choices[100:]) > 90  # drafting is the best choice once measured without its catch-up
 
 
 @pytest.mark.parametrize("beta, tau, guarded", [(1, 0.0, True), (3, 1.0, False), (1, 0.5, False)])

@@ -40,24 +40,30 @@ class DraftGuard:
 
     For both choices it keeps decayed sums of the tokens gained and the seconds spent by
     whole iterations, and drafts while drafting yields at least as many tokens per second.
-    It probes the other choice ``probe_every`` iterations after the best one changed, then
-    at doubling intervals (at most ``max_interval``) while the best one stays, so both
-    estimates stay current at a small cost (a choice never tried counts as infinitely
-    fast, so both are tried at once).
+    It probes the other choice for ``probe_length`` iterations ``probe_every`` iterations
+    after the best one changed, then at doubling intervals (at most ``max_interval``) while
+    the best one stays, so both estimates stay current at a small cost (a choice never
+    tried counts as infinitely fast, so both are tried at once).  The first drafting
+    iteration after undrafted ones is not counted: a cached drafter then catches up with
+    every token accepted meanwhile, a one-off cost that is not what drafting costs.
     The sums live as long as the generator: one sentence at batch 1 is a few iterations.
     The output is the same whichever is chosen; only the speed (and the iteration
     counts) depend on the machine's timings.
     """
 
-    def __init__(self, probe_every: int = 16, max_interval: int = 128, decay: float = 0.9, clock=time.perf_counter):
+    def __init__(self, probe_every: int = 16, max_interval: int = 128, decay: float = 0.9, probe_length: int = 2,
+                 clock=time.perf_counter):
         self.probe_every, self.max_interval, self.decay, self.clock = probe_every, max_interval, decay, clock
+        self.probe_length = probe_length
         self.tokens = {True: 0.0, False: 0.0}  # drafting? -> decayed tokens gained
         self.seconds = {True: 0.0, False: 0.0}  # drafting? -> decayed seconds spent
         self.iteration = 0
         self.best = True
         self.interval = probe_every
         self.next_probe = probe_every
+        self.probe_left = 0  # iterations left in the current probe
         self.drafting = True
+        self.catching_up = False  # this iteration drafts after undrafted ones
         self.started = 0.0
 
     def rate(self, drafting: bool) -> float:
@@ -70,19 +76,25 @@ class DraftGuard:
         self.iteration += 1
         best = self.rate(True) >= self.rate(False)
         if best != self.best:
-            self.best, self.interval = best, self.probe_every
+            self.best, self.interval, self.probe_left = best, self.probe_every, 0
             self.next_probe = self.iteration + self.interval
-        probe = self.iteration >= self.next_probe
-        if probe:
+        if self.iteration >= self.next_probe:
             self.interval = min(2 * self.interval, self.max_interval)
             self.next_probe = self.iteration + self.interval
-        self.drafting = best != probe
+            self.probe_left = self.probe_length
+        probe = self.probe_left > 0
+        self.probe_left -= probe
+        drafting = best != probe
+        self.catching_up = drafting and not self.drafting
+        self.drafting = drafting
         self.started = self.clock()
         return self.drafting
 
     def end_iteration(self, tokens: int):
         """The iteration gained ``tokens`` (all rows together)."""
         elapsed = max(self.clock() - self.started, 1e-9)
+        if self.catching_up:
+            return
         choice = self.drafting
         self.tokens[choice] = self.decay * self.tokens[choice] + tokens
         self.seconds[choice] = self.decay * self.seconds[choice] + elapsed

@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import torch
+from fairseq.dataclass import ChoiceEnum
 
 from fairseq_plugins.decoding.builder import build_speculative, load_drafter
 from fairseq_plugins.decoding.drafters import Draft, Drafter
+from fairseq_plugins.decoding.fast_decoder import Int8Linears, int8_available
 from fairseq_plugins.decoding.options import DrafterModelOptions
 from fairseq_plugins.decoding.registry import register_decoder
 from fairseq_plugins.models.drafter_cache import DrafterCache
@@ -36,6 +38,14 @@ class SpecDecOptions(DrafterModelOptions):
                                         "default: the fewest entries that make up 95%% of the target dictionary's "
                                         "counts (the whole vocabulary if it is not sorted by count)",
                                 "aliases": ("draft_vocab",)})
+    drafter_precision: ChoiceEnum(["auto", "float", "int8"]) = field(
+        default="auto", metadata={"help": "the drafter's matrix products: int8 = int8 weights (per output channel) "
+                                          "and inputs (fbgemm, CPU): a quarter of the bytes a product reads, the "
+                                          "drafts may differ a little, lossless specdec's output never does; float "
+                                          "= as loaded (the verifier's dtype); auto (the default): int8 for specdec "
+                                          "on a CPU with the int8 kernels, float otherwise (specdec++, whose output "
+                                          "depends on the drafts; CUDA)",
+                                  "aliases": ("drafter_dtype",)})
 
 
 class BlockDrafter(Drafter):
@@ -47,9 +57,10 @@ class BlockDrafter(Drafter):
     (``models.drafter_cache``): each proposal feeds only the newly accepted tokens and the
     queries.  ``propose`` returns the drafted tokens with the drafter's log-probs."""
 
-    def __init__(self, model, cached: bool = True, vocab_limit: int = 0):
+    def __init__(self, model, cached: bool = True, vocab_limit: int = 0, linear=None):
         self.model = model
         self.vocab_limit = vocab_limit
+        self.linear = linear  # how the cached drafter runs an nn.Linear (None: float; fast_decoder.Int8Linears)
         model.eval()
         self.encoder_out = None
         self.cache = None
@@ -66,7 +77,8 @@ class BlockDrafter(Drafter):
         else:
             self.encoder_out = self.model.encoder(src_tokens, src_lengths=batch.src_lengths)
         if self.cached:
-            self.cache = DrafterCache(self.model.decoder, self.encoder_out, src_tokens.size(0), self.vocab_limit)
+            self.cache = DrafterCache(self.model.decoder, self.encoder_out, src_tokens.size(0), self.vocab_limit,
+                                      linear=self.linear)
 
     @torch.no_grad()
     def propose(self, tokens, lengths, k):
@@ -105,6 +117,26 @@ def frequent_entries(dictionary, coverage: float = DRAFT_VOCAB_COVERAGE) -> int:
     return len(counts)
 
 
+def drafter_linear(opts, name: str, drafter):
+    """``fast_decoder.Int8Linears`` when the drafter runs in int8 (``--drafter-precision``), else None."""
+    precision = opts.drafter_precision
+    on_cpu = next(drafter.parameters()).device.type == "cpu"
+    cached = getattr(drafter.decoder, "prefix_causal", False)
+    if precision == "auto":
+        precision = "int8" if name == "specdec" and on_cpu and cached and int8_available() else "float"
+    elif precision == "int8" and not on_cpu:
+        raise PluginError("--drafter-precision int8 runs on CPU only (fbgemm); use float on CUDA")
+    elif precision == "int8" and not int8_available():
+        raise PluginError("--drafter-precision int8: this PyTorch has no fbgemm/x86 int8 kernels; use float")
+    elif precision == "int8" and not cached:
+        raise PluginError("--drafter-precision int8 needs the drafter cache (a drafter trained with "
+                          "--prefix-attention causal); use float")
+    if precision != "int8":
+        return None
+    logger.info(f"{name}: the drafter's matrix products run in int8 (--drafter-precision float: as loaded)")
+    return Int8Linears()
+
+
 def _build_specdec(name):
     def build(task, models, args, opts):
         drafter = load_drafter(task, models[0], opts.drafter_path, name, opts.block_size)
@@ -120,7 +152,7 @@ def _build_specdec(name):
         if opts.draft_vocab_size is None and vocab_limit:
             logger.info(f"{name}: the drafter proposes among the {vocab_limit} most frequent of {len(dictionary)} "
                         f"tokens ({DRAFT_VOCAB_COVERAGE:.0%} of the dictionary's counts; --draft-vocab-size 0: all)")
-        adapter = BlockDrafter(drafter, vocab_limit=vocab_limit)
+        adapter = BlockDrafter(drafter, vocab_limit=vocab_limit, linear=drafter_linear(opts, name, drafter))
         return build_speculative(task, models, args, name, adapter, opts, block_size, beta, tau)
 
     return build

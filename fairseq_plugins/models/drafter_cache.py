@@ -64,7 +64,7 @@ def reorder_encoder_out(encoder_out: Dict, rows: Tensor) -> Dict:
             for name, values in encoder_out.items()}
 
 
-def _fast_layers(decoder, encoder_out: Dict, batch_size: int):
+def _fast_layers(decoder, encoder_out: Dict, batch_size: int, linear):
     """The lean layers of ``decoding.fast_decoder`` for the drafter, or None when they do
     not support its layers (fairseq's own layers then run).  Imported on first use (see
     ``embed_positions_at``)."""
@@ -72,7 +72,17 @@ def _fast_layers(decoder, encoder_out: Dict, batch_size: int):
 
     if fast_path_problems(decoder):
         return None
-    return FastDecoderLayers(decoder, encoder_out, batch_size, decoder.embed_tokens.weight)
+    return FastDecoderLayers(decoder, encoder_out, batch_size, decoder.embed_tokens.weight, linear)
+
+
+def _output_projection(decoder, vocab_limit: int, linear):
+    """The drafter's output layer as a function (B, k, C) -> (B, k, V or vocab_limit)."""
+    projection = getattr(decoder, "output_projection", None)
+    if type(projection) is torch.nn.Linear and getattr(decoder, "adaptive_softmax", None) is None:
+        return linear(projection, vocab_limit)
+    if vocab_limit:
+        return lambda x: decoder.output_layer(x)[..., :vocab_limit]
+    return decoder.output_layer
 
 
 def embed_positions_at(embed_positions, positions: Tensor) -> Optional[Tensor]:
@@ -116,15 +126,22 @@ class DrafterCache:
         decoder: a ``BlockDrafterDecoder`` with causal prefix attention (eval mode)
         encoder_out: the drafter encoder's output dict for the batch
         batch_size: B
+        vocab_limit: > 0: propose only among the first ``vocab_limit`` dictionary entries
+        fast: False forces fairseq's own layers
+        linear: how the lean layers and the output layer run an ``nn.Linear``
+            (``fast_decoder.float_linear``, the default, or an ``Int8Linears``)
     """
 
-    def __init__(self, decoder, encoder_out: Dict, batch_size: int, vocab_limit: int = 0, fast: bool = True):
+    def __init__(self, decoder, encoder_out: Dict, batch_size: int, vocab_limit: int = 0, fast: bool = True,
+                 linear=None):
         check_cacheable(decoder)
-        self.vocab_limit = vocab_limit  # > 0: draft only among the first ``vocab_limit`` dictionary entries
         self.decoder = decoder
         self.encoder_out = encoder_out
         self.state: Dict[str, Dict[str, Optional[Tensor]]] = {}
-        self.layers = _fast_layers(decoder, encoder_out, batch_size) if fast else None
+        if linear is None:
+            from fairseq_plugins.decoding.fast_decoder import float_linear as linear
+        self.layers = _fast_layers(decoder, encoder_out, batch_size, linear) if fast else None
+        self.project = _output_projection(decoder, vocab_limit, linear)
         device = decoder.embed_tokens.weight.device
         self.fed = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,) tokens in the cache
         self.tokens = torch.zeros(batch_size, 0, dtype=torch.long, device=device)  # (B, T) what was fed
@@ -246,14 +263,8 @@ class DrafterCache:
         x = x.transpose(0, 1)
         if decoder.project_out_dim is not None:
             x = decoder.project_out_dim(x)
-        if self.vocab_limit:
-            projection = decoder.output_projection
-            bias = projection.bias[: self.vocab_limit] if projection.bias is not None else None
-            logits = torch.nn.functional.linear(x, projection.weight[: self.vocab_limit], bias).float()
-            logits[..., [b for b in decoder.banned if b < self.vocab_limit]] = float("-inf")
-        else:
-            logits = decoder.output_layer(x).float()
-            logits[..., decoder.banned] = float("-inf")
+        logits = self.project(x).float()
+        logits[..., [b for b in decoder.banned if b < logits.size(-1)]] = float("-inf")
         return torch.log_softmax(logits, dim=-1)
 
     def _self_attention_buffers(self):
