@@ -7,6 +7,7 @@
 
 Any ``--decoding`` of the plugin works (``beam`` is fairseq's own search).
 """
+import os
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -49,6 +50,10 @@ class Translator:
 
         from fairseq_plugins.decoding.registry import decoder_names
 
+        for what, path in (("verifier checkpoint", verifier), ("drafter checkpoint", drafter),
+                           ("sentencepiece model", sentencepiece_model)):
+            if path is not None and not os.path.isfile(path):
+                raise PluginError(f"{what} not found: {path}")
         if decoding not in decoder_names():
             raise PluginError(f"unknown decoding {decoding!r}; choose from {', '.join(decoder_names())}")
         generation = GenerationOptions(**{k: options.pop(k) for k in list(options) if hasattr(GenerationOptions, k)})

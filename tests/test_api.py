@@ -59,3 +59,11 @@ def test_api_and_distillation_share_one_inference_path(reverse_data, tiny_checkp
     api = Translator.load(str(tiny_checkpoint), str(reverse_data), decoding="beam", beam=5, max_len_b=30)
     assert teacher.translate(sentences) == api.translate(sentences, batch_size=2)
     assert teacher.max_source_len == 1024
+
+
+@pytest.mark.parametrize("missing", ["verifier", "sentencepiece_model"])
+def test_missing_files_are_named_in_one_line(reverse_data, tiny_checkpoint, tmp_path, missing):
+    paths = {"verifier": str(tiny_checkpoint), "sentencepiece_model": None, missing: str(tmp_path / "absent")}
+    with pytest.raises(PluginError, match=f"not found: {tmp_path / 'absent'}"):
+        Translator.load(paths["verifier"], str(reverse_data), decoding="iad",
+                        sentencepiece_model=paths["sentencepiece_model"])

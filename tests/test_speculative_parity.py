@@ -229,3 +229,23 @@ def test_measured_length_is_for_lossless_acceptance_only(beta, tau, guarded):
     generator = build_speculative(task, [model], args, "specdec", RandomDrafter(0, len(DICT)), DraftLengthOptions(),
                                   3, beta, tau)
     assert (generator.guard is not None) == guarded and generator.cfg.adaptive
+
+
+def test_nothing_past_a_drafted_eos_or_pad_is_verified():
+    """Drafts after a row's first EOS or pad cannot be accepted: the block stops at the longest
+    useful draft of the batch (at batch 1: at the drafted EOS); the output is unchanged."""
+    model = build_transformer(DICT, seed=0, eos_boost=1.2)  # outputs of 5-12 tokens, below max_len
+    junk = torch.tensor([5, 6, 7, 5, 6, 7, 5, 6, 7, 5])
+    for seed, src_lengths in enumerate([[3], [9], [6], [4, 7]]):
+        batch = make_batch(DICT, src_lengths, seed=seed)
+        reference = greedy(model, batch, max_len_b=20)
+        drafter = OracleDrafter([torch.cat([hypos[0]["tokens"], junk]) for hypos in reference])
+        generator = SpeculativeGenerator(model, DICT, drafter, SpeculativeConfig(block_size=8, max_len_b=20))
+        generator.stats.keep_trace = True
+        assert_same_hypotheses(reference, generator.generate([model], batch))
+        for row, hypos in enumerate(reference):
+            drafted = [s.drafts for s in generator.stats.traces[0].steps[row]]
+            if len(src_lengths) == 1:  # the junk after the EOS was drafted, never verified
+                assert sum(len(d) for d in drafted) <= len(hypos[0]["tokens"])
+            else:  # the block is as wide as the row that needs it most
+                assert max(len(d) for d in drafted) <= 8

@@ -157,7 +157,16 @@ class SpeculativeGenerator:
         if self.cfg.adaptive:
             beyond = torch.arange(drafts.size(1), device=drafts.device).unsqueeze(0) >= state.k.unsqueeze(1)
             drafts = drafts.masked_fill(beyond, self.pad)
-        return drafts
+        return drafts[:, :self._useful_width(drafts)]
+
+    def _useful_width(self, drafts: Tensor) -> int:
+        """Columns of drafts (B, k') worth verifying: in each row, the drafts before its first
+        pad, up to and including its first EOS; the verifier can accept nothing after them
+        (pad is never chosen; tokens after an EOS are cut)."""
+        after_eos = torch.zeros_like(drafts, dtype=torch.bool)
+        after_eos[:, 1:] = drafts[:, :-1].eq(self.eos)
+        useful = acceptance.leading_true(~(drafts.eq(self.pad) | after_eos))
+        return int(useful.max()) if useful.numel() > 0 else 0
 
     def _verify(self, cache, state, drafts, limits):
         """Run the verifier over [pending token, d_1..d_k]: log-probs (B, k+1, V), states (B, k+1, C)."""
