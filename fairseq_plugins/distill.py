@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from fairseq_plugins_compat.errors import PluginError
+from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
 MANIFEST_KEYS = ("input", "reference", "lines", "chunk_size", "teacher", "beam", "lenpen", "max_len_a",
                  "max_len_b", "max_source_len")
@@ -348,10 +348,7 @@ def main(argv=None):
 
 
 def cli_main():
-    try:
-        main()
-    except PluginError as error:
-        sys.exit(f"distill: error: {error}")
+    exit_on_plugin_error(main, "distill")
 
 
 if __name__ == "__main__":

@@ -167,12 +167,9 @@ def main(argv=None):
 
 
 def cli_main():
-    from fairseq_plugins_compat.errors import PluginError
+    from fairseq_plugins_compat.errors import exit_on_plugin_error
 
-    try:
-        sys.exit(main())
-    except PluginError as error:
-        sys.exit(f"quickstart: error: {error}")
+    sys.exit(exit_on_plugin_error(main, "quickstart"))
 
 
 if __name__ == "__main__":

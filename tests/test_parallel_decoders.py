@@ -106,3 +106,17 @@ def test_iad_with_nothing_in_common_decodes_one_token_per_iteration():
             checked += 1
             assert ours[0][0]["steps"] == len(reference[0][0]["tokens"])
     assert checked > 0
+
+
+def test_jacobi_guesses_are_verified_whole():
+    """PJ starts from pad guesses: the core verifies them (the verifier's choices there are
+    the next iterate) instead of cutting the block at the first pad."""
+    assert JacobiDrafter.verify_every_column
+    model = build_transformer(DICT, seed=1)
+    generator = SpeculativeGenerator(model, DICT, JacobiDrafter(init_token=PAD, pad=PAD),
+                                     SpeculativeConfig(block_size=64, max_len_b=16))
+    widths = []
+    verify = generator._verify
+    generator._verify = lambda cache, state, drafts, limits: widths.append(drafts.size(1)) or verify(cache, state, drafts, limits)
+    assert_parity(greedy(model, make_batch(DICT, [5, 8], seed=0)), generator.generate([model], make_batch(DICT, [5, 8], seed=0)))
+    assert widths[0] == 16  # the first block: the whole pad guess, verified

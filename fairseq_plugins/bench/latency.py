@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, List, Tuple
 
-from fairseq_plugins_compat.errors import PluginError
+from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
 from fairseq_plugins.bench.decoders import default_decoders, missing_inputs, parse_decoders
 
@@ -330,10 +330,7 @@ def main(argv=None) -> dict:
 
 
 def cli_main():
-    try:
-        main()
-    except PluginError as error:
-        sys.exit(f"latency: error: {error}")
+    exit_on_plugin_error(main, "latency")
 
 
 if __name__ == "__main__":

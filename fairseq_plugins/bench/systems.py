@@ -19,7 +19,7 @@ import os
 import sys
 from typing import Dict, List, Optional, Tuple
 
-from fairseq_plugins_compat.errors import PluginError
+from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
 from fairseq_plugins.bench.decoders import DecoderSpec
 from fairseq_plugins.bench.latency import add_shared_options, shared_problems
@@ -242,10 +242,7 @@ def main(argv=None) -> dict:
 
 
 def cli_main():
-    try:
-        main()
-    except PluginError as error:
-        sys.exit(f"systems: error: {error}")
+    exit_on_plugin_error(main, "systems")
 
 
 if __name__ == "__main__":

@@ -157,6 +157,8 @@ class SpeculativeGenerator:
         if self.cfg.adaptive:
             beyond = torch.arange(drafts.size(1), device=drafts.device).unsqueeze(0) >= state.k.unsqueeze(1)
             drafts = drafts.masked_fill(beyond, self.pad)
+        if self.drafter.verify_every_column:
+            return drafts
         return drafts[:, :self._useful_width(drafts)]
 
     def _useful_width(self, drafts: Tensor) -> int:

@@ -19,6 +19,9 @@ from the verifier with class attributes, and the core provides it:
 
     needs_verifier_hidden: ``Iteration.hidden`` is the verifier's last decoder states
     uses_verifier_encoder: the drafter reads ``BatchStart.encoder_out`` instead of encoding
+    verify_every_column: the core verifies every drafted column (the Jacobi family: the
+        verifier's choices after a pad or an EOS are its next guesses); otherwise columns
+        after each row's first pad or EOS, which cannot be accepted, are cut from the block
 """
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Union
@@ -74,6 +77,7 @@ class Drafter:
 
     needs_verifier_hidden = False
     uses_verifier_encoder = False
+    verify_every_column = False
 
     def start(self, batch: BatchStart):
         """Called once per batch, before the first ``propose``."""

@@ -27,6 +27,8 @@ from fairseq_plugins.decoding.registry import register_decoder
 class JacobiDrafter(Drafter):
     """Drafts the previous iteration's predictions for the current block."""
 
+    verify_every_column = True  # the verifier's choices at every column, pads included, are the next guesses
+
     def __init__(self, init_token: int, pad: int, block: int = None, hybrid_length: int = None):
         self.init, self.pad = init_token, pad
         self.block = block  # None: one block up to max_len (PJ)

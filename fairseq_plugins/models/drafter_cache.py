@@ -146,7 +146,8 @@ class DrafterCache:
         self.fed = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,) tokens in the cache
         self.tokens = torch.zeros(batch_size, 0, dtype=torch.long, device=device)  # (B, T) what was fed
         self.length = 0  # T, physical cache length == max(fed)
-        self.block_biases: Dict[tuple, Optional[Tensor]] = {}  # (M, Q, dtype, device) -> block mask
+        self.block_hidden: Dict[tuple, Tensor] = {}  # (M, Q, device) -> bool mask (lean layers)
+        self.block_biases: Dict[tuple, Optional[Tensor]] = {}  # (M, Q, dtype, device) -> additive mask (fallback)
 
     @torch.no_grad()
     def propose_log_probs(self, tokens: Tensor, lengths: Tensor, k: int) -> Tensor:
@@ -189,11 +190,11 @@ class DrafterCache:
 
     def _block_hidden(self, n_prefix: int, n_queries: int, device) -> Tensor:
         """(M+Q, M+Q) bool, True = may not attend, inside the block (the lean path's mask)."""
-        key = (n_prefix, n_queries, "hidden", device)
-        if key not in self.block_biases:
+        key = (n_prefix, n_queries, device)
+        if key not in self.block_hidden:
             allowed = drafter_blocks.block_attention_mask(n_prefix, n_queries, prefix_causal=True, device=device)
-            self.block_biases[key] = ~allowed
-        return self.block_biases[key]
+            self.block_hidden[key] = ~allowed
+        return self.block_hidden[key]
 
     def _attention_bias(self, n_prefix: int, n_queries: int, like: Tensor) -> Optional[Tensor]:
         """Additive mask (M+Q, T+M+Q) of the next forward: the whole cache is visible (its

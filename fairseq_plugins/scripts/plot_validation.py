@@ -9,11 +9,10 @@ trainings append new logs) are given in order with the same ``--label``.
 """
 import argparse
 import re
-import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-from fairseq_plugins_compat.errors import PluginError
+from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
 VALID_LINE = re.compile(r"valid on '[^']+' subset \|(.*)")
 
@@ -92,10 +91,7 @@ def main(argv=None):
 
 
 def cli_main():
-    try:
-        main()
-    except PluginError as error:
-        sys.exit(f"plot_validation: error: {error}")
+    exit_on_plugin_error(main, "plot_validation")
 
 
 if __name__ == "__main__":

@@ -7,13 +7,12 @@ the plugin's ``speculative_translation`` task; the generator comes from
 """
 import argparse
 import os
-import sys
 from typing import Callable, List
 
 import torch
 
 from fairseq_plugins.viz.steps import SentenceTrace
-from fairseq_plugins_compat.errors import PluginError
+from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
 NO_TRACE = ("beam", "drafter-only")  # decoders without a draft/verify loop
 
@@ -156,8 +155,4 @@ def out_path(prefix: str, suffix: str) -> str:
 def run_main(main: Callable, parser: argparse.ArgumentParser, argv=None):
     """Run ``main(args)``; a PluginError is printed as one line (exit status 1)."""
     args = parser.parse_args(argv)
-    try:
-        main(args)
-    except PluginError as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        sys.exit(1)
+    exit_on_plugin_error(lambda: main(args), parser.prog)
