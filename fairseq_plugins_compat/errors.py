@@ -14,4 +14,5 @@ def exit_on_plugin_error(main, prog: str):
     try:
         return main()
     except PluginError as error:
-        sys.exit(f"{prog}: error: {error}")
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        sys.exit(1)

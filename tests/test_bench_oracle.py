@@ -122,8 +122,9 @@ def test_bad_combinations_are_one_line_errors(decoders, extra, message, monkeypa
     monkeypatch.setattr("sys.argv", ["latency", "data", "--path", "x.pt", "--decoders", decoders, *extra])
     with pytest.raises(SystemExit) as exit_info:
         latency.cli_main()
-    text = str(exit_info.value.code)
-    assert text.startswith("latency: error: ") and message in text and "\n" not in text
+    text = capsys.readouterr().err
+    assert exit_info.value.code == 1
+    assert text.startswith("latency: error: ") and message in text and text.count("\n") == 1
 
 
 def test_reference_specs():
