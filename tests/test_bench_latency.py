@@ -83,6 +83,15 @@ def test_markdown_table_has_one_line_per_decoder_and_the_hardware(bench):
     assert "threads: 1" in text and result["hardware"]["torch"] in text and result["hardware"]["cpu"] in text
 
 
+def test_greedy_is_timed_again_at_the_end_for_the_drift(bench):
+    out, result = bench
+    [check] = result["drift"]
+    beam1 = rows_by_decoder(result)["beam1"]
+    assert check["batch"] == 1 and check["first_s"] == beam1["total_s"] and check["last_s"] > 0
+    assert check["change"] == pytest.approx(check["last_s"] / check["first_s"] - 1)
+    assert "Machine drift: greedy (`beam1`) timed again at the end of the run" in (out / "t.md").read_text()
+
+
 def test_png_is_written(bench):
     out, _ = bench
     assert (out / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

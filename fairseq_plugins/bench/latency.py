@@ -181,6 +181,7 @@ class Session:
     outputs: Dict[tuple, dict] = field(default_factory=dict)  # row key -> id -> output symbols
     skipped: List[dict] = field(default_factory=list)
     greedy: Dict[int, dict] = field(default_factory=dict)  # batch size -> id -> beam1's output token ids
+    greedy_run: tuple = None  # (label, run, convert) of beam1, re-timed at the end (drift_check)
     passes: list = field(default_factory=list)  # profile.ProfilePass of each profiled row and batch size
 
     def time(self, label, run, convert, bs, batches):
@@ -235,6 +236,7 @@ def run_generator(session: Session, spec, generator, oracle_drafter=None):
         results = session.time(spec.label, run, convert, bs, batches)
         if spec.is_greedy:
             session.greedy[bs] = {i: r.output.tokens for i, r in results.items()}
+            session.greedy_run = (spec.label, run, convert)
         if args.profile and profile.can_profile(generator):
             session.passes.append(profile.profile_pass(spec.label, bs, generator, run, batches, args.device))
         elif args.profile and profiled(spec):
@@ -253,6 +255,27 @@ def run_bound(session: Session, spec):
     for bs, batches in session.batches_by_size.items():
         greedy = session.greedy[bs]
         session.time(spec.label, bound.runner(), bound.outputs(greedy), bs, bound.batches(batches, greedy))
+
+
+def drift_check(session: Session) -> List[dict]:
+    """Time ``beam1`` once more at the end of the run: per batch size, its total time at the
+    start and at the end.  Rows run one after another; a machine whose speed drifts (shared
+    or throttled CPUs) makes ratios between rows far apart in the run uncertain by about the
+    change.  Empty without a ``beam1`` row."""
+    from fairseq_plugins.bench import timing
+
+    if session.greedy_run is None:
+        return []
+    label, run, convert = session.greedy_run
+    checks = []
+    for bs, batches in session.batches_by_size.items():
+        first = next(row["total_s"] for row in session.rows
+                     if row["decoder"] == label and row["engine"] == "fairseq" and row["batch_size"] == bs)
+        with progress_bar(session.args, len(session.ids), f"{label} again (batch {bs})") as bar:
+            results = timing.time_batches(run, convert, batches, session.args.device, bar)
+        last = sum(timing.batch_times(results, batches))
+        checks.append({"batch": bs, "first_s": first, "last_s": last, "change": last / first - 1})
+    return checks
 
 
 def run_ctranslate2(args, engine, batches_by_size, ids, refs, found) -> Dict[str, object]:
@@ -306,6 +329,7 @@ def benchmark(args, extra) -> dict:
     run_fairseq_decoders(session, specs)
     rows = session.rows
     ct2_status = run_ctranslate2(args, engine, batches_by_size, ids, session.refs, (rows, session.outputs))
+    drift = drift_check(session)
     summary.add_comparisons(rows, session.outputs)
     hardware = {**fairseq_engine.hardware(args.device, args.threads), "fp16": args.fp16}
     settings = {"data": args.data, "path": args.path, "drafter_path": args.drafter_path, "gen_subset": args.gen_subset,
@@ -315,7 +339,7 @@ def benchmark(args, extra) -> dict:
     found_profile = (profile.summarize_all(session.passes, rows, batches_by_size, summary.GREEDY)
                      if args.profile else None)
     return {"hardware": hardware, "settings": settings, "rows": rows, "skipped": session.skipped,
-            "ctranslate2": ct2_status, "profile": found_profile}
+            "ctranslate2": ct2_status, "profile": found_profile, "drift": drift}
 
 
 def main(argv=None) -> dict:

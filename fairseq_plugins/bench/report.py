@@ -51,6 +51,10 @@ def markdown(result: dict) -> str:
     ct2 = result.get("ctranslate2", {})
     if ct2.get("status") == "skipped":
         notes.append(f"- CTranslate2: skipped ({ct2['reason']})")
+    for check in result.get("drift", []):
+        notes.append(f"- Machine drift: greedy (`beam1`) timed again at the end of the run took {check['last_s']:.3f} s vs "
+                     f"{check['first_s']:.3f} s at the start ({check['change']:+.1%}, batch {check['batch']}): ratios "
+                     "between rows far apart in the run are uncertain by about that much.")
     if notes:
         lines += ["", *notes]
     if result.get("profile") is not None:
