@@ -90,7 +90,7 @@ class SpeculativeGenerator:
         self.stats = stats or DecodingStats()
         self.accept = acceptance.choose_rule(cfg.beta, cfg.tau)
         self.profiler = NoProfile()
-        self.guard = draft_length.DraftGuard() if cfg.measured else None
+        self.guard = draft_length.DraftGuard(skip_catch_up=drafter.has_prefix_cache) if cfg.measured else None
 
     def limits(self, src_tokens: Tensor) -> acceptance.GenerationLimits:
         max_len = min(int(self.cfg.max_len_a * src_tokens.size(1) + self.cfg.max_len_b), self.max_positions - 1)

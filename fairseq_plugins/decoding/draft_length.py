@@ -43,18 +43,19 @@ class DraftGuard:
     It probes the other choice for ``probe_length`` iterations ``probe_every`` iterations
     after the best one changed, then at doubling intervals (at most ``max_interval``) while
     the best one stays, so both estimates stay current at a small cost (a choice never
-    tried counts as infinitely fast, so both are tried at once).  The first drafting
-    iteration after undrafted ones is not counted: a cached drafter then catches up with
-    every token accepted meanwhile, a one-off cost that is not what drafting costs.
+    tried counts as infinitely fast, so both are tried at once).  With ``skip_catch_up``
+    (a drafter with a prefix cache) the first drafting iteration after undrafted ones is not
+    counted: the drafter then catches up with every token accepted meanwhile, a one-off
+    cost that is not what drafting costs.
     The sums live as long as the generator: one sentence at batch 1 is a few iterations.
     The output is the same whichever is chosen; only the speed (and the iteration
     counts) depend on the machine's timings.
     """
 
     def __init__(self, probe_every: int = 16, max_interval: int = 128, decay: float = 0.9, probe_length: int = 2,
-                 clock=time.perf_counter):
+                 skip_catch_up: bool = False, clock=time.perf_counter):
         self.probe_every, self.max_interval, self.decay, self.clock = probe_every, max_interval, decay, clock
-        self.probe_length = probe_length
+        self.probe_length, self.skip_catch_up = probe_length, skip_catch_up
         self.tokens = {True: 0.0, False: 0.0}  # drafting? -> decayed tokens gained
         self.seconds = {True: 0.0, False: 0.0}  # drafting? -> decayed seconds spent
         self.iteration = 0
@@ -85,7 +86,7 @@ class DraftGuard:
         probe = self.probe_left > 0
         self.probe_left -= probe
         drafting = best != probe
-        self.catching_up = drafting and not self.drafting
+        self.catching_up = self.skip_catch_up and drafting and not self.drafting
         self.drafting = drafting
         self.started = self.clock()
         return self.drafting

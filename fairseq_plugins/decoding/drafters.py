@@ -22,6 +22,8 @@ from the verifier with class attributes, and the core provides it:
     verify_every_column: the core verifies every drafted column (the Jacobi family: the
         verifier's choices after a pad or an EOS are its next guesses); otherwise columns
         after each row's first pad or EOS, which cannot be accepted, are cut from the block
+    has_prefix_cache: its first proposal after undrafted iterations feeds every token accepted
+        meanwhile (``--draft-length measured`` does not time that iteration)
 """
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Union
@@ -78,6 +80,7 @@ class Drafter:
     needs_verifier_hidden = False
     uses_verifier_encoder = False
     verify_every_column = False
+    has_prefix_cache = False
 
     def start(self, batch: BatchStart):
         """Called once per batch, before the first ``propose``."""
