@@ -169,6 +169,24 @@ def patch_distributed_model(module):
     module.DistributedDataParallel = DistributedDataParallel
 
 
+def patch_distributed_utils(module):
+    """Destroy the process group when a distributed worker's training returns: left to the
+    interpreter's exit, gloo's threads can abort a worker after training finished
+    ("terminate called without an active exception", seen with torchrun on a busy CPU)."""
+    original = module.distributed_main
+
+    def distributed_main(i, main, cfg, kwargs):
+        import torch.distributed as dist
+
+        try:
+            return original(i, main, cfg, kwargs)
+        finally:
+            if dist.is_available() and dist.is_initialized():
+                dist.destroy_process_group()
+
+    module.distributed_main = distributed_main
+
+
 # -- fairseq-score ---------------------------------------------------------------------------
 
 def patch_score_cli(module):

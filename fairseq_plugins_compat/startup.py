@@ -125,6 +125,7 @@ def install():
                 "fairseq.checkpoint_utils": _run_patch("patch_checkpoint_utils"),
                 "fairseq.modules.transformer_layer": _run_patch("patch_transformer_layer"),
                 "fairseq.models.distributed_fairseq_model": _run_patch("patch_distributed_model"),
+                "fairseq.distributed.utils": _run_patch("patch_distributed_utils"),
                 "fairseq.options": _run_patch("patch_options", "cli"),
                 "fairseq_cli.generate": _run_patch("patch_generate", "cli"),
                 "fairseq_cli.interactive": _run_patch("patch_interactive", "cli"),
