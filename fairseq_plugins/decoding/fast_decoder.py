@@ -18,7 +18,7 @@ softmax in float32, ``bmm(probs, v)``, output projection; the layer's residuals 
 layer norms as configured (pre- or post-norm).  Dropout is the identity (eval).
 """
 import warnings
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -84,13 +84,18 @@ def _norm(module) -> Callable[[Tensor], Tensor]:
 Linear = Callable[[Tensor], Tensor]  # x (..., in) -> (..., out)
 
 
-def float_linear(module: nn.Linear, rows: int = 0) -> Linear:
-    """The projection as a plain function on its weight and bias, read once
-    (``module.weight`` goes through nn.Module.__getattr__); ``rows`` > 0: only the first
-    ``rows`` outputs."""
+def _first_rows(module: nn.Linear, rows: int) -> Tuple[Tensor, Optional[Tensor]]:
+    """(weight, bias) of the projection, read once (``module.weight`` goes through
+    nn.Module.__getattr__); ``rows`` > 0: only the first ``rows`` outputs."""
     weight, bias = module.weight, module.bias
     if rows:
         weight, bias = weight[:rows], None if bias is None else bias[:rows]
+    return weight, bias
+
+
+def float_linear(module: nn.Linear, rows: int = 0) -> Linear:
+    """The projection as a plain function (``rows`` > 0: only its first ``rows`` outputs)."""
+    weight, bias = _first_rows(module, rows)
     return lambda x: F.linear(x, weight, bias)
 
 
@@ -112,17 +117,15 @@ class Int8Linears:
 
     def __call__(self, module: nn.Linear, rows: int = 0) -> Linear:
         key = (id(module), rows)
-        if key not in self.packed:
-            self.packed[key] = (module, self._pack(module.weight, module.bias, rows))
+        if key not in self.packed:  # the module is kept with its pack so that its id is not reused
+            self.packed[key] = (module, self._pack(*_first_rows(module, rows)))
         packed = self.packed[key][1]
         return lambda x: torch.ops.quantized.linear_dynamic(x.contiguous(), packed, True)
 
     @staticmethod
-    def _pack(weight: Tensor, bias: Optional[Tensor], rows: int):
+    def _pack(weight: Tensor, bias: Optional[Tensor]):
         weight = weight.detach().float()
         bias = None if bias is None else bias.detach().float()
-        if rows:
-            weight, bias = weight[:rows], None if bias is None else bias[:rows]
         scales = (weight.abs().amax(dim=1) / 127).clamp(min=1e-12).double()
         zero_points = torch.zeros(weight.size(0), dtype=torch.long)
         with warnings.catch_warnings():  # quantised tensor creation is deprecated (torch 2.13 is pinned)

@@ -65,8 +65,11 @@ class BlockDrafter(Drafter):
         self.encoder_out = None
         self.cache = None
         self.cached = cached and getattr(model.decoder, "prefix_causal", False)
-        self.has_prefix_cache = self.cached
         self.uses_verifier_encoder = bool(getattr(getattr(model, "args", None), "share_verifier_encoder", False))
+
+    @property
+    def has_prefix_cache(self) -> bool:
+        return self.cached
 
     def start(self, batch):
         src_tokens = batch.src_tokens
