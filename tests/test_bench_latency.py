@@ -83,13 +83,18 @@ def test_markdown_table_has_one_line_per_decoder_and_the_hardware(bench):
     assert "threads: 1" in text and result["hardware"]["torch"] in text and result["hardware"]["cpu"] in text
 
 
-def test_greedy_is_timed_again_at_the_end_for_the_drift(bench):
+def test_rows_take_turns_and_report_the_range_of_per_round_speedups(bench):
+    """6 sentences at batch 1, default --rounds 10: 6 rounds of one sentence each."""
     out, result = bench
-    [check] = result["drift"]
-    beam1 = rows_by_decoder(result)["beam1"]
-    assert check["batch"] == 1 and check["first_s"] == beam1["total_s"] and check["last_s"] > 0
-    assert check["change"] == pytest.approx(check["last_s"] / check["first_s"] - 1)
-    assert "Machine drift: greedy (`beam1`) timed again at the end of the run" in (out / "t.md").read_text()
+    assert result["settings"]["rounds"] == {"1": 6}
+    rows = rows_by_decoder(result)
+    for row in result["rows"]:
+        assert len(row["round_s"]) == 6 and sum(row["round_s"]) == pytest.approx(row["total_s"])
+    assert rows["beam1"]["speedup_vs_greedy_rounds"] == [1.0, 1.0]
+    low, high = rows["iad"]["speedup_vs_greedy_rounds"]
+    assert low <= rows["iad"]["speedup_vs_greedy_total"] <= high  # a weighted mean of the rounds' ratios
+    text = (out / "t.md").read_text()
+    assert "Rows take turns in rounds (6 at batch 1)" in text and f"({low:.2f}–{high:.2f})" in text
 
 
 def test_png_is_written(bench):

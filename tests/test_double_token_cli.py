@@ -96,6 +96,11 @@ def test_systems_benchmark_side_by_side(reverse_data, bidirectional_checkpoint, 
         assert row["sentences"] == 8 and row["tokens_per_s"] == row["output_tokens"] / row["total_s"]
         base = rows["single", row["beam"]]
         assert row["tokens_per_s_ratio"] == pytest.approx(row["tokens_per_s"] / base["tokens_per_s"])
+        # the systems took turns in 8 rounds of one sentence; the range is that of the rounds' ratios
+        assert len(row["round_s"]) == 8 and sum(row["round_tokens"]) == row["output_tokens"]
+        ratios = [(t / s) / (bt / bs) for t, s, bt, bs in zip(row["round_tokens"], row["round_s"],
+                                                               base["round_tokens"], base["round_s"])]
+        assert row["tokens_per_s_ratio_rounds"] == pytest.approx([min(ratios), max(ratios)])
     assert rows["single", 1]["tokens_per_s_ratio"] == 1.0 and rows["single", 1]["bleu_delta"] == 0.0
     # two tokens per step: about half the steps of the natural length + EOD
     assert rows["pairs", 1]["tokens_per_iteration"] > 1.5

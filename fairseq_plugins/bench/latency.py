@@ -8,7 +8,9 @@ The verifier and the test set are loaded once under ``--task speculative_transla
 each decoder's generator is built through ``task.build_generator`` (``beamN`` is fairseq's
 own SequenceGenerator with ``--beam N``).  Sentences are decoded at batch size 1 by
 default (``--batch-sizes 1,8`` sweeps), after ``--warmup`` untimed sentences, on one
-device with a fixed CPU thread count.  Reported per decoder: median and p90 latency per
+device with a fixed CPU thread count.  The rows take turns (``--rounds``, ``bench.rounds``):
+every row decodes one interleaved chunk of the sentences per round, so that a machine whose
+speed drifts slows every row alike; the report gives the range of the per-round speedups.  Reported per decoder: median and p90 latency per
 sentence (the wall time of the batch it is decoded in; CUDA synchronised), total time,
 speedups vs greedy (``beam1``) and beam-5 (ratios of median latencies and of total times),
 iterations per sentence and tokens accepted per iteration, sacreBLEU of the detokenized
@@ -26,12 +28,14 @@ Any other option is passed on to fairseq-generate's parser (``--source-lang``,
 row: fairseq's beam rows, the plugin's decoders and ``oracle``.
 """
 import argparse
+import contextlib
 import sys
-from dataclasses import dataclass, field
-from typing import Dict, List, Tuple
+from dataclasses import dataclass, field, replace
+from typing import Dict, List, Optional, Tuple
 
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
+from fairseq_plugins.bench import rounds
 from fairseq_plugins.bench.decoders import default_decoders, missing_inputs, parse_decoders
 
 EPILOG = ("Other options go to fairseq-generate's parser and apply to every row, e.g. --max-len-a A --max-len-b B "
@@ -65,10 +69,14 @@ def get_parser() -> argparse.ArgumentParser:
 
 def add_shared_options(add, threads_help: str = "CPU threads for torch (torch.set_num_threads)"):
     """Options of every timing harness (this one and ``bench.systems``): split, sentences,
-    warm-up, device, threads, BPE removal, outputs, progress bar."""
+    warm-up, rounds, device, threads, BPE removal, outputs, progress bar."""
     add("--gen-subset", default="test", help="split to decode")
     add("--max-sentences", type=int, default=0, help="decode only the first N sentences (0: all)")
     add("--warmup", type=int, default=10, help="untimed sentences decoded by each row before timing it")
+    add("--rounds", type=int, default=10,
+        help="the rows take turns: the sentences are cut into this many interleaved chunks and every row decodes "
+             "chunk r in round r, so that a machine whose speed drifts during the run slows every row alike "
+             "(1: each row decodes everything before the next starts)")
     add("--device", choices=["cpu", "cuda"], default="cpu", help="where to decode")
     add("--fp16", action="store_true", help="half precision (CUDA only)")
     add("--threads", type=int, default=1, help=threads_help)
@@ -134,6 +142,7 @@ def shared_problems(args) -> List[str]:
         (args.device == "cuda" and not torch.cuda.is_available(), "--device cuda: no CUDA device is available"),
         (args.threads < 1, f"--threads must be >= 1, got {args.threads}"),
         (args.warmup < 0 or args.max_sentences < 0, "--warmup and --max-sentences must be >= 0"),
+        (args.rounds < 1, f"--rounds must be >= 1, got {args.rounds}"),
     ]
     return [message for bad, message in checks if bad]
 
@@ -149,28 +158,9 @@ def progress_bar(args, total: int, desc: str):
                 dynamic_ncols=True)
 
 
-def time_engine(args, label, engine_name, run, convert, batches_by_size, ids, detokenize, refs, found):
-    """Warm up and time one decoder at every batch size; rows go to ``found``.
-    Returns batch size -> sentence id -> ``timing.SentenceResult``."""
-    from fairseq_plugins.bench import summary, timing
-
-    rows, outputs = found
-    timed = {}
-    for bs, batches in batches_by_size.items():
-        timing.warm_up(run, batches, args.warmup, args.device)
-        with progress_bar(args, len(ids), f"{label} (batch {bs})") as bar:
-            results = timing.time_batches(run, convert, batches, args.device, bar)
-        row = summary.summarize(label, engine_name, bs, results, timing.batch_times(results, batches),
-                                detokenize, refs)
-        rows.append(row)
-        outputs[summary.row_key(row)] = {i: r.output.symbols for i, r in results.items()}
-        timed[bs] = results
-    return timed
-
-
 @dataclass
 class Session:
-    """What the fairseq rows share (engine, batches, references) and what they found."""
+    """What the rows share (engine, batches, references) and what they found."""
 
     args: argparse.Namespace
     engine: object  # fairseq_engine.FairseqEngine
@@ -181,34 +171,28 @@ class Session:
     outputs: Dict[tuple, dict] = field(default_factory=dict)  # row key -> id -> output symbols
     skipped: List[dict] = field(default_factory=list)
     greedy: Dict[int, dict] = field(default_factory=dict)  # batch size -> id -> beam1's output token ids
-    greedy_run: tuple = None  # (label, run, convert) of beam1, re-timed at the end (drift_check)
+    generators: list = field(default_factory=list)  # (spec, generator, row template) of the plugin/oracle rows
     passes: list = field(default_factory=list)  # profile.ProfilePass of each profiled row and batch size
-
-    def time(self, label, run, convert, bs, batches):
-        return time_engine(self.args, label, "fairseq", run, convert, {bs: batches}, self.ids,
-                           self.engine.detokenize, self.refs, (self.rows, self.outputs))[bs]
+    ctranslate2: dict = field(default_factory=dict)  # CTranslate2 rows: status, version or reason
 
     def skip(self, label, reason):
         say(f"skipping {label}: {reason}")
         self.skipped.append({"decoder": label, "reason": reason})
 
 
-def run_fairseq_decoders(session: Session, specs):
-    """Every plugin/fairseq decoder, beam1 first (oracle, bound and --profile use its
-    outputs and time); rows in --decoders order; ones whose inputs are missing are skipped."""
+def fairseq_rows(session: Session, specs) -> List[rounds.Row]:
+    """Row templates (no batches yet) of every plugin/fairseq decoder, beam1 first (oracle,
+    bound and --profile use its outputs and time); ones whose inputs are missing are skipped."""
+    templates = []
     for spec in sorted(specs, key=lambda s: not s.is_greedy):
-        if spec.decoding == "bound":
-            run_bound(session, spec)
-            continue
-        generator, drafter = build_generator(session, spec)
-        if generator is not None:
-            run_generator(session, spec, generator, drafter)
-    order = {spec.label: n for n, spec in enumerate(specs)}
-    session.rows.sort(key=lambda row: order[row["decoder"]])
+        row = bound_row(session, spec) if spec.decoding == "bound" else generator_row(session, spec)
+        if row is not None:
+            templates.append(row)
+    return templates
 
 
-def build_generator(session: Session, spec):
-    """(generator, the oracle's drafter or None); (None, None) when the row is skipped."""
+def generator_row(session: Session, spec) -> Optional[rounds.Row]:
+    """The row of a generator (the oracle's replays beam1: its drafter gets the greedy outputs)."""
     from fairseq_plugins.bench import oracle
 
     args, engine = session.args, session.engine
@@ -216,34 +200,27 @@ def build_generator(session: Session, spec):
     if reason is None:
         try:
             if spec.decoding == "oracle":
-                return oracle.build_oracle(engine, spec)
-            return engine.build_generator(spec, args.drafter_path), None
+                generator, drafter = oracle.build_oracle(engine, spec)
+            else:
+                generator, drafter = engine.build_generator(spec, args.drafter_path), None
         except (PluginError, FileNotFoundError, OSError) as error:
             reason = f"cannot build the generator: {error}"
-    session.skip(spec.label, reason)
-    return None, None
-
-
-def run_generator(session: Session, spec, generator, oracle_drafter=None):
-    """Time one generator at every batch size (then profile it with --profile)."""
-    from fairseq_plugins.bench import oracle, profile
-
-    engine, args = session.engine, session.args
+    if reason is not None:
+        session.skip(spec.label, reason)
+        return None
     run, convert = engine.runner(generator), engine.outputs(spec)
-    for bs, batches in session.batches_by_size.items():
-        if oracle_drafter is not None:
-            oracle_drafter.targets = oracle.oracle_targets(engine, session.greedy[bs])
-        results = session.time(spec.label, run, convert, bs, batches)
-        if spec.is_greedy:
-            session.greedy[bs] = {i: r.output.tokens for i, r in results.items()}
-            session.greedy_run = (spec.label, run, convert)
-        if args.profile and profile.can_profile(generator):
-            session.passes.append(profile.profile_pass(spec.label, bs, generator, run, batches, args.device))
-        elif args.profile and profiled(spec):
-            say(f"--profile: {spec.label} is not profiled (its generator is not the speculative core)")
+
+    def replay(batches, greedy):
+        drafter.targets = oracle.oracle_targets(engine, greedy)
+        return batches, convert
+
+    row = rounds.Row(spec.label, "fairseq", run, convert, [], is_greedy=spec.is_greedy,
+                     replay=replay if drafter is not None else None)
+    session.generators.append((spec, generator, row))
+    return row
 
 
-def run_bound(session: Session, spec):
+def bound_row(session: Session, spec) -> Optional[rounds.Row]:
     """The ``bound`` row: encoder + one teacher-forced verifier pass over beam1's output."""
     from fairseq_plugins.bench import oracle
 
@@ -251,60 +228,87 @@ def run_bound(session: Session, spec):
         bound = oracle.TeacherForcedBound(session.engine)
     except PluginError as error:
         session.skip(spec.label, str(error))
-        return
-    for bs, batches in session.batches_by_size.items():
-        greedy = session.greedy[bs]
-        session.time(spec.label, bound.runner(), bound.outputs(greedy), bs, bound.batches(batches, greedy))
+        return None
+    return rounds.Row(spec.label, "fairseq", bound.runner(), None, [],
+                      replay=lambda batches, greedy: (bound.batches(batches, greedy), bound.outputs(greedy)))
 
 
-def drift_check(session: Session) -> List[dict]:
-    """Time ``beam1`` once more at the end of the run: per batch size, its total time at the
-    start and at the end.  Rows run one after another; a machine whose speed drifts (shared
-    or throttled CPUs) makes ratios between rows far apart in the run uncertain by about the
-    change.  Empty without a ``beam1`` row."""
-    from fairseq_plugins.bench import timing
-
-    if session.greedy_run is None:
-        return []
-    label, run, convert = session.greedy_run
-    checks = []
-    for bs, batches in session.batches_by_size.items():
-        first = next(row["total_s"] for row in session.rows
-                     if row["decoder"] == label and row["engine"] == "fairseq" and row["batch_size"] == bs)
-        with progress_bar(session.args, len(session.ids), f"{label} again (batch {bs})") as bar:
-            results = timing.time_batches(run, convert, batches, session.args.device, bar)
-        last = sum(timing.batch_times(results, batches))
-        checks.append({"batch": bs, "first_s": first, "last_s": last, "change": last / first - 1})
-    return checks
-
-
-def run_ctranslate2(args, engine, batches_by_size, ids, refs, found) -> Dict[str, object]:
-    """CTranslate2 greedy and beam-5 rows, or why they are skipped."""
+@contextlib.contextmanager
+def ctranslate2_rows(session: Session):
+    """CTranslate2 greedy and beam-5 row templates, usable inside the ``with`` (the converted
+    model's folder lives that long); none when skipped, the reason in ``session.ctranslate2``."""
     from fairseq_plugins.bench import ct2
 
-    if args.no_ctranslate2:
-        say("CTranslate2 rows skipped: --no-ctranslate2")
-        return {"status": "skipped", "reason": "--no-ctranslate2"}
-    module, reason = ct2.import_ctranslate2()
+    args, engine = session.args, session.engine
+    module, reason = (None, "--no-ctranslate2") if args.no_ctranslate2 else ct2.import_ctranslate2()
     if module is None:
         say(f"CTranslate2 rows skipped: {reason}")
-        return {"status": "skipped", "reason": reason}
+        session.ctranslate2 = {"status": "skipped", "reason": reason}
+        yield []
+        return
     workspace = ct2.Workspace(args.ct2_dir)
     try:
-        model_dir = ct2.convert(module, engine, args.path, workspace.path)
-        translator = ct2.make_translator(module, model_dir, args.device, args.threads, args.fp16)
-        symbols = ct2.sources(engine, next(iter(batches_by_size.values())))
-        max_positions = engine.models[0].max_decoder_positions()
-        for label, beam in ct2.BEAMS:
-            run = ct2.runner(translator, symbols, beam, engine.cfg.generation, max_positions)
-            time_engine(args, label, "ctranslate2", run, ct2.outputs(beam), batches_by_size, ids, engine.detokenize,
-                        refs, found)
-    except Exception as error:  # conversion/decoding problems of an optional third-party engine
-        say(f"CTranslate2 rows skipped: {ct2.reason(error)}")
-        return {"status": "skipped", "reason": ct2.reason(error)}
+        try:
+            model_dir = ct2.convert(module, engine, args.path, workspace.path)
+            translator = ct2.make_translator(module, model_dir, args.device, args.threads, args.fp16)
+            symbols = ct2.sources(engine, next(iter(session.batches_by_size.values())))
+            max_positions = engine.models[0].max_decoder_positions()
+            templates = [rounds.Row(label, "ctranslate2",
+                                    ct2.runner(translator, symbols, beam, engine.cfg.generation, max_positions),
+                                    ct2.outputs(beam), [], optional=True) for label, beam in ct2.BEAMS]
+            session.ctranslate2 = {"status": "ok", "version": getattr(module, "__version__", None)}
+        except Exception as error:  # conversion problems of an optional third-party engine
+            say(f"CTranslate2 rows skipped: {ct2.reason(error)}")
+            session.ctranslate2 = {"status": "skipped", "reason": ct2.reason(error)}
+            templates = []
+        yield templates
     finally:
         workspace.close()
-    return {"status": "ok", "version": getattr(module, "__version__", None)}
+
+
+def time_rows(session: Session, templates: List[rounds.Row]):
+    """Time every row at every batch size, the rows taking turns (``bench.rounds``); one
+    summary row per template and batch size, in template order."""
+    from fairseq_plugins.bench import ct2, summary, timing
+
+    args = session.args
+
+    def dropped(row, error):
+        say(f"CTranslate2 {row.label} row dropped: {ct2.reason(error)}")
+        session.ctranslate2 = {"status": "skipped", "reason": f"{row.label}: {ct2.reason(error)}"}
+
+    found = {}
+    for bs, batches in session.batches_by_size.items():
+        rows = [replace(template, batches=batches) for template in templates]
+        with progress_bar(args, len(session.ids) * len(rows), f"batch {bs}") as bar:
+            timed = rounds.time_in_rounds(rows, args.rounds, args.warmup, args.device, bar, dropped)
+        for row in rows:
+            if row.key not in timed:
+                continue
+            results = timed[row.key].results
+            found[row.key, bs] = summary.summarize(row.label, row.engine_name, bs, results,
+                                                   timing.batch_times(results, batches), session.engine.detokenize,
+                                                   session.refs)
+            found[row.key, bs]["round_s"] = timed[row.key].round_s
+            session.outputs[row.label, row.engine_name, bs] = {i: r.output.symbols for i, r in results.items()}
+            if row.is_greedy:
+                session.greedy[bs] = {i: r.output.tokens for i, r in results.items()}
+    session.rows += [found[t.key, bs] for t in templates for bs in session.batches_by_size if (t.key, bs) in found]
+
+
+def profile_rows(session: Session):
+    """--profile: one extra untimed pass per speculative row and batch size (``bench.profile``)."""
+    from fairseq_plugins.bench import profile
+
+    args = session.args
+    for spec, generator, row in session.generators:
+        if not profile.can_profile(generator):
+            if profiled(spec):
+                say(f"--profile: {spec.label} is not profiled (its generator is not the speculative core)")
+            continue
+        for bs, batches in session.batches_by_size.items():
+            batches, _ = rounds.prepare(row, batches, session.greedy[bs])  # the oracle's targets
+            session.passes.append(profile.profile_pass(spec.label, bs, generator, row.run, batches, args.device))
 
 
 def benchmark(args, extra) -> dict:
@@ -326,20 +330,25 @@ def benchmark(args, extra) -> dict:
         raise PluginError(f"{args.data}: no sentence of the {args.gen_subset} split to decode")
     batches_by_size = {bs: engine.batches(ids, bs) for bs in args.batch_sizes}
     session = Session(args, engine, batches_by_size, ids, engine.references(ids))
-    run_fairseq_decoders(session, specs)
+    templates = fairseq_rows(session, specs)
+    with ctranslate2_rows(session) as ct2_templates:
+        time_rows(session, templates + ct2_templates)
+    order = {spec.label: n for n, spec in enumerate(specs)}  # --decoders order (beam1 ran first), CTranslate2 last
+    session.rows.sort(key=lambda row: (row["engine"] != "fairseq", order.get(row["decoder"], 0)))
+    if args.profile:
+        profile_rows(session)
     rows = session.rows
-    ct2_status = run_ctranslate2(args, engine, batches_by_size, ids, session.refs, (rows, session.outputs))
-    drift = drift_check(session)
     summary.add_comparisons(rows, session.outputs)
     hardware = {**fairseq_engine.hardware(args.device, args.threads), "fp16": args.fp16}
     settings = {"data": args.data, "path": args.path, "drafter_path": args.drafter_path, "gen_subset": args.gen_subset,
                 "sentences": len(ids), "too_long": too_long, "warmup": args.warmup, "batch_sizes": args.batch_sizes,
+                "rounds": {str(bs): len(rounds.interleaved_chunks(b, args.rounds)) for bs, b in batches_by_size.items()},
                 "decoders": [s.label for s in specs], "post_process": args.post_process, "fairseq_args": extra,
                 "profile": args.profile}
     found_profile = (profile.summarize_all(session.passes, rows, batches_by_size, summary.GREEDY)
                      if args.profile else None)
     return {"hardware": hardware, "settings": settings, "rows": rows, "skipped": session.skipped,
-            "ctranslate2": ct2_status, "profile": found_profile, "drift": drift}
+            "ctranslate2": session.ctranslate2, "profile": found_profile}
 
 
 def main(argv=None) -> dict:

@@ -15,7 +15,8 @@ def _speedup(row: dict, name: str) -> str:
     median, total = row.get(f"speedup_vs_{name}_median"), row.get(f"speedup_vs_{name}_total")
     if median is None:
         return "–"
-    return f"{median:.2f}× / {total:.2f}×"
+    spread = row.get(f"speedup_vs_{name}_rounds")
+    return f"{median:.2f}× / {total:.2f}×" + (f" ({spread[0]:.2f}–{spread[1]:.2f})" if spread else "")
 
 
 def table_line(row: dict) -> str:
@@ -44,22 +45,29 @@ def markdown(result: dict) -> str:
              f"**Setting:** `{s['path']}` on `{s['data']}` ({s['gen_subset']}, {s['sentences']} sentences), "
              f"warm-up {s['warmup']} sentences; latency = wall time of the batch a sentence is decoded in; "
              "speedups are ratios of median latencies / of total times; BLEU: sacreBLEU on detokenized output; "
-             "≠ greedy: sentences whose output differs from `beam1`'s.", "",
+             "≠ greedy: sentences whose output differs from `beam1`'s.  "
+             f"{rounds_sentence(s.get('rounds'))}", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += [table_line(row) for row in result["rows"]]
     notes = [f"- {item['decoder']}: skipped ({item['reason']})" for item in result["skipped"]]
     ct2 = result.get("ctranslate2", {})
     if ct2.get("status") == "skipped":
         notes.append(f"- CTranslate2: skipped ({ct2['reason']})")
-    for check in result.get("drift", []):
-        notes.append(f"- Machine drift: greedy (`beam1`) timed again at the end of the run took {check['last_s']:.3f} s vs "
-                     f"{check['first_s']:.3f} s at the start ({check['change']:+.1%}, batch {check['batch']}): ratios "
-                     "between rows far apart in the run are uncertain by about that much.")
     if notes:
         lines += ["", *notes]
     if result.get("profile") is not None:
         lines += ["", *profile_table(result["profile"])]
     return "\n".join(lines) + "\n"
+
+
+def rounds_sentence(rounds: Optional[dict]) -> str:
+    """How the rows took turns (``bench.rounds``), for the setting line."""
+    if not rounds or max(rounds.values()) < 2:
+        return "Rows timed one after another (one round)."
+    counts = ", ".join(f"{n} at batch {bs}" for bs, n in rounds.items())
+    return (f"Rows take turns in rounds ({counts}): every row decodes the same interleaved chunk of the sentences "
+            "in each round, so a drifting machine speed slows all rows alike; in brackets: the lowest and highest "
+            "per-round total speedup vs greedy.")
 
 
 PROFILE_COLUMNS = ("decoder", "batch", "iterations", "greedy steps / iteration", "encoder", "drafter", "verifier",

@@ -3,6 +3,7 @@ tokens per iteration, BLEU, mismatches against greedy and speedups against the b
 import statistics
 from typing import Callable, Dict, List, Optional
 
+from fairseq_plugins.bench.rounds import round_ratios
 from fairseq_plugins.bench.timing import SentenceResult, percentile
 
 GREEDY, BEAM5 = "beam1", "beam5"  # the baseline rows' labels
@@ -80,8 +81,18 @@ def add_comparisons(rows: List[dict], outputs: Dict[tuple, Dict[int, List[str]]]
             row[f"speedup_vs_{name}_median"] = _ratio(base and base["median_ms"], row["median_ms"])
             row[f"speedup_vs_{name}_total"] = _ratio(base and base["total_s"], row["total_s"])
         greedy = _find(rows, GREEDY, bs)
+        row["speedup_vs_greedy_rounds"] = round_range(greedy, row)
         greedy_out = outputs.get(row_key(greedy)) if greedy else None
         row["mismatches_vs_greedy"] = mismatches(outputs[row_key(row)], greedy_out)
+
+
+def round_range(greedy: Optional[dict], row: dict) -> Optional[List[float]]:
+    """[lowest, highest] per-round total speedup of ``row`` over greedy (``bench.rounds``);
+    None without greedy or with a single round."""
+    if greedy is None or len(row.get("round_s") or []) < 2 or len(greedy.get("round_s") or []) != len(row["round_s"]):
+        return None
+    ratios = round_ratios(greedy["round_s"], row["round_s"])
+    return [min(ratios), max(ratios)] if ratios else None
 
 
 def row_key(row: dict) -> tuple:

@@ -10,20 +10,22 @@ Each checkpoint is loaded under the task it was trained with (``double_token_tra
 with its saved ``--target-order``; any other fairseq translation model under
 ``speculative_translation``) and decoded with that task's own generator (``--beam N``).
 Timing is the latency harness's (``fairseq_plugins.bench.latency``): the same sentences,
-warm-up, fixed thread count, wall clock per batch.  tokens/s = output subword tokens (EOS
+warm-up, fixed thread count, wall clock per batch, rows taking turns (``--rounds``).  tokens/s = output subword tokens (EOS
 not counted) / total decoding time.  Other options go to fairseq-generate's parser
 (``--max-len-b``, ``--lenpen``...).
 """
 import argparse
 import os
 import sys
-from typing import Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Tuple
 
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
 from fairseq_plugins.bench.decoders import DecoderSpec
 from fairseq_plugins.bench.latency import add_shared_options, shared_problems
 from fairseq_plugins.bench.report import write_all
+from fairseq_plugins.bench.rounds import interleaved_chunks, round_ratios
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -105,36 +107,74 @@ def load_engine(args, path: str, extra: List[str]):
     return fairseq_engine.FairseqEngine(cfg, args.device, args.fp16), description
 
 
-def output_tokens(outputs: Dict[int, List[str]]) -> int:
-    return sum(len(symbols) for symbols in outputs.values())
+@dataclass
+class System:
+    """One loaded system: its engine, what it is, and the row templates of its beams."""
+
+    name: str
+    path: str
+    engine: object  # fairseq_engine.FairseqEngine
+    description: str
+    rows: List[object]  # rounds.Row, one per beam
+    nbest: Dict[int, int]  # beam -> --nbest it was built with
 
 
-def time_system(args, name: str, path: str, extra: List[str], ids: Optional[List[int]]):
-    """Rows (one per beam) of one system, and the sentence ids decoded."""
-    from fairseq_plugins.bench.latency import time_engine
-    from fairseq_plugins.bench.summary import row_key
+def build_system(args, name: str, path: str, loaded: Tuple[object, str], ids: List[int]) -> System:
+    """The system (``loaded``: its engine and description) with one row per beam size (its
+    own batches of ``ids``)."""
+    from fairseq_plugins.bench.rounds import Row
 
-    engine, description = load_engine(args, path, extra)
-    if ids is None:
-        ids, too_long = engine.sentence_ids(args.max_sentences)
-        if too_long:
-            say(f"{len(too_long)} sentences longer than {name}'s max source positions are not decoded")
-    if not ids:
-        raise PluginError(f"{args.data}: no sentence of the {args.gen_subset} split to decode")
-    batches = {args.batch_size: engine.batches(ids, args.batch_size)}
-    refs = engine.references(ids)
-    rows, outputs = [], {}
+    engine, description = loaded
+    batches = engine.batches(ids, args.batch_size)
+    rows, nbest = [], {}
     for beam in args.beams:
         spec = DecoderSpec(f"beam{beam}", "beam", beam=beam)
-        engine.cfg.generation.nbest = beam if args.nbest_equal_beam else 1
-        runner = engine.runner(engine.build_generator(spec, None))
-        time_engine(args, f"{name} beam{beam}", "fairseq", runner, engine.outputs(spec), batches, ids,
-                    engine.detokenize, refs, (rows, outputs))
-        row = rows[-1]
-        row.update(system=name, order=description, beam=beam, nbest=engine.cfg.generation.nbest, checkpoint=path,
-                   output_tokens=output_tokens(outputs[row_key(row)]))
-        row["tokens_per_s"] = row["output_tokens"] / row["total_s"] if row["total_s"] > 0 else None
-    return rows, ids
+        engine.cfg.generation.nbest = nbest[beam] = beam if args.nbest_equal_beam else 1
+        rows.append(Row(f"{name} beam{beam}", "fairseq", engine.runner(engine.build_generator(spec, None)),
+                        engine.outputs(spec), batches))
+    return System(name, path, engine, description, rows, nbest)
+
+
+def sentence_ids(args, name: str, engine) -> List[int]:
+    """The sentences every system decodes (those the first system can take)."""
+    ids, too_long = engine.sentence_ids(args.max_sentences)
+    if too_long:
+        say(f"{len(too_long)} sentences longer than {name}'s max source positions are not decoded")
+    if not ids:
+        raise PluginError(f"{args.data}: no sentence of the {args.gen_subset} split to decode")
+    return ids
+
+
+def time_systems(args, systems: List[System], ids: List[int]) -> List[dict]:
+    """Every system's rows, taking turns (``bench.rounds``): one summary row per system and beam."""
+    from fairseq_plugins.bench import rounds
+    from fairseq_plugins.bench.latency import progress_bar
+    from fairseq_plugins.bench.summary import summarize
+    from fairseq_plugins.bench.timing import batch_times
+
+    rows = [row for system in systems for row in system.rows]
+    with progress_bar(args, len(ids) * len(rows), f"batch {args.batch_size}") as bar:
+        timed = rounds.time_in_rounds(rows, args.rounds, args.warmup, args.device, bar)
+    found = []
+    for system in systems:
+        refs = system.engine.references(ids)
+        for beam, row in zip(args.beams, system.rows):
+            results = timed[row.key].results
+            summary = summarize(row.label, "fairseq", args.batch_size, results, batch_times(results, row.batches),
+                                system.engine.detokenize, refs)
+            summary.update(system=system.name, order=system.description, beam=beam, nbest=system.nbest[beam],
+                           checkpoint=system.path, round_s=timed[row.key].round_s,
+                           round_tokens=round_tokens(results, row.batches, args.rounds),
+                           output_tokens=sum(summary["output_lengths"]))
+            summary["tokens_per_s"] = summary["output_tokens"] / summary["total_s"] if summary["total_s"] > 0 else None
+            found.append(summary)
+    return found
+
+
+def round_tokens(results, batches, rounds: int) -> List[int]:
+    """Output tokens (EOS not counted) decoded in each round."""
+    return [sum(len(results[i].output.symbols) for batch in chunk for i in batch.ids)
+            for chunk in interleaved_chunks(batches, rounds)]
 
 
 def add_ratios(rows: List[dict], baseline: str):
@@ -143,9 +183,20 @@ def add_ratios(rows: List[dict], baseline: str):
     for row in rows:
         ref = base.get(row["beam"])
         row["tokens_per_s_ratio"] = row["tokens_per_s"] / ref["tokens_per_s"] if ref and ref["tokens_per_s"] else None
+        row["tokens_per_s_ratio_rounds"] = ratio_range(ref, row)
         row["speedup_median"] = ref["median_ms"] / row["median_ms"] if ref and row["median_ms"] else None
         row["bleu_delta"] = (row["bleu"] - ref["bleu"] if ref and row["bleu"] is not None
                              and ref["bleu"] is not None else None)
+
+
+def ratio_range(ref: dict, row: dict):
+    """[lowest, highest] per-round tokens/s ratio of ``row`` over ``ref``; None with one round."""
+    if ref is None or len(row["round_s"]) < 2:
+        return None
+    speed = [tokens / seconds for tokens, seconds in zip(row["round_tokens"], row["round_s"])]
+    ref_speed = [tokens / seconds for tokens, seconds in zip(ref["round_tokens"], ref["round_s"])]
+    ratios = round_ratios(speed, ref_speed)  # speed / ref_speed, round by round
+    return [min(ratios), max(ratios)]
 
 
 def benchmark(args, extra) -> dict:
@@ -154,12 +205,13 @@ def benchmark(args, extra) -> dict:
     from fairseq_plugins.bench.fairseq_engine import hardware
 
     torch.set_num_threads(args.threads)
-    rows, ids = [], None
-    for name, path in args.systems:
-        system_rows, ids = time_system(args, name, path, extra, ids)
-        rows += system_rows
+    loaded = [load_engine(args, path, extra) for _, path in args.systems]
+    ids = sentence_ids(args, args.systems[0][0], loaded[0][0])
+    systems = [build_system(args, name, path, engine, ids) for (name, path), engine in zip(args.systems, loaded)]
+    rows = time_systems(args, systems, ids)
     add_ratios(rows, args.baseline)
     settings = {"data": args.data, "gen_subset": args.gen_subset, "sentences": len(ids), "warmup": args.warmup,
+                "rounds": len(interleaved_chunks(systems[0].rows[0].batches, args.rounds)),
                 "batch_size": args.batch_size, "beams": args.beams, "nbest_equal_beam": args.nbest_equal_beam,
                 "baseline": args.baseline,
                 "systems": dict(args.systems), "post_process": args.post_process, "fairseq_args": extra}
@@ -186,15 +238,22 @@ def markdown(result: dict) -> str:
              f"**Setting:** `{s['data']}` ({s['gen_subset']}, {s['sentences']} sentences), batch {s['batch_size']}, "
              f"warm-up {s['warmup']} sentences; BLEU: sacreBLEU on detokenized output; tokens/s: output subword "
              f"tokens / total decoding time; ratios and ΔBLEU: vs `{s['baseline']}` at the same beam; "
-             f"{NBEST_NOTE[s['nbest_equal_beam']]}.", "",
+             f"{NBEST_NOTE[s['nbest_equal_beam']]}; the rows take turns in {s['rounds']} round(s), each decoding the "
+             "same interleaved chunk of the sentences per round (a drifting machine speed slows every row alike); "
+             "in brackets: the lowest and highest per-round tokens/s ratio.", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in result["rows"]:
         cells = [r["system"], r["order"], str(r["beam"]), num(r["bleu"], "{:.2f}"), num(r["bleu_delta"], "{:+.2f}"),
                  num(r["median_ms"], "{:.1f}"), num(r["p90_ms"], "{:.1f}"), num(r["tokens_per_s"], "{:.0f}"),
-                 num(r["tokens_per_s_ratio"], "{:.2f}×"), num(r["speedup_median"], "{:.2f}×"),
+                 num(r["tokens_per_s_ratio"], "{:.2f}×") + spread(r.get("tokens_per_s_ratio_rounds")),
+                 num(r["speedup_median"], "{:.2f}×"),
                  num(r["mean_iterations"], "{:.1f}")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def spread(low_high) -> str:
+    return f" ({low_high[0]:.2f}–{low_high[1]:.2f})" if low_high else ""
 
 
 def plot(result: dict, path: str):
