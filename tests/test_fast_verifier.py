@@ -11,6 +11,7 @@ from fairseq.models.transformer import TransformerModel, base_architecture
 from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
+from fairseq_plugins.decoding.fast_decoder import PackedLinears, float_linear, packed_available
 from fairseq_plugins.decoding.incremental import VerifierCache
 from tiny_models import DictTask, build_transformer, make_batch, make_dictionary
 from test_speculative_parity import RandomDrafter
@@ -35,12 +36,18 @@ def build_model(seed=0, dtype=torch.float32, **options):
     return model.to(dtype).eval()
 
 
-def drive_both(model, seed, lengths=(5, 2, 9), iterations=8, max_block=5):
-    """Feed the same random blocks to a fast and a fallback cache; rows leave at random.
-    Returns the list of (fast lprobs, fallback lprobs, fast hidden, fallback hidden)."""
+LINEARS = [pytest.param(float_linear, id="F.linear"),
+           pytest.param(PackedLinears(), id="packed",
+                        marks=pytest.mark.skipif(not packed_available(), reason="no oneDNN packed linear"))]
+
+
+def drive_both(model, seed, lengths=(5, 2, 9), iterations=8, max_block=5, linear=float_linear):
+    """Feed the same random blocks to a fast cache (its products run by ``linear``) and a
+    fallback cache; rows leave at random.
+    Returns the list of (fast lprobs, fast hidden, fallback lprobs, fallback hidden)."""
     batch = make_batch(DICT, list(lengths), seed=seed)["net_input"]
     encoder_out = model.encoder(batch["src_tokens"], src_lengths=batch["src_lengths"])
-    fast = VerifierCache(model, encoder_out, len(lengths), "cpu")
+    fast = VerifierCache(model, encoder_out, len(lengths), "cpu", linear=linear)
     slow = VerifierCache(model, encoder_out, len(lengths), "cpu", fast=False)
     assert fast.fast and not slow.fast
     g = torch.Generator().manual_seed(seed)
@@ -77,13 +84,40 @@ def assert_same(outputs):
     {"layernorm_embedding": True, "decoder_normalize_before": True, "activation_fn": "gelu"},
     {"no_scale_embedding": True, "decoder_output_dim": 16, "decoder_input_dim": 16},
 ], ids=["post-norm", "pre-norm", "learned-pos", "layernorm-embedding-gelu", "no-scale"])
-def test_fast_path_matches_fairseq_layers(options):
+@pytest.mark.parametrize("linear", LINEARS)
+def test_fast_path_matches_fairseq_layers(options, linear):
     for seed in range(3):
-        assert_same(drive_both(build_model(seed, **options), seed))
+        assert_same(drive_both(build_model(seed, **options), seed, linear=linear))
 
 
-def test_single_row_and_one_token_blocks():
-    assert_same(drive_both(build_model(1), seed=1, lengths=(7,), iterations=12, max_block=1))
+@pytest.mark.parametrize("linear", LINEARS)
+def test_single_row_and_one_token_blocks(linear):
+    assert_same(drive_both(build_model(1), seed=1, lengths=(7,), iterations=12, max_block=1, linear=linear))
+
+
+@pytest.mark.skipif(not packed_available(), reason="no oneDNN packed linear")
+def test_packed_linear_is_the_float32_projection():
+    """One row: F.linear itself (fairseq's one-token numbers); blocks: float32 to rounding;
+    a weight changed in place is packed again; a float64 weight keeps F.linear."""
+    torch.manual_seed(0)
+    module, linears = torch.nn.Linear(24, 40), PackedLinears()
+    for rows in (0, 7):
+        linear = linears(module, rows)
+        out = rows or 40
+        weight, bias = module.weight[:out], module.bias[:out]
+        one = torch.randn(1, 1, 24)
+        assert torch.equal(linear(one), torch.nn.functional.linear(one, weight, bias))
+        for shape in ((5, 24), (3, 4, 24), (1, 6, 24)):
+            x = torch.randn(*shape)
+            assert linear(x).shape == (*shape[:-1], out)
+            torch.testing.assert_close(linear(x), torch.nn.functional.linear(x, weight, bias), rtol=1e-5, atol=1e-5)
+    x = torch.randn(3, 24)
+    with torch.no_grad():
+        module.weight.mul_(-2.0)
+    torch.testing.assert_close(linears(module)(x), torch.nn.functional.linear(x, module.weight, module.bias),
+                               rtol=1e-5, atol=1e-5)
+    double = torch.nn.Linear(24, 4).double()
+    assert torch.equal(linears(double)(x.double()), torch.nn.functional.linear(x.double(), double.weight, double.bias))
 
 
 def test_double_precision_is_exact_enough():
@@ -124,14 +158,30 @@ def test_unsupported_configuration_falls_back(options, reason):
     assert lprobs.shape == (1, 2, len(DICT))
 
 
-def test_float32_generation_matches_fairseq_greedy():
+@pytest.mark.parametrize("linear", LINEARS)
+def test_float32_generation_matches_fairseq_greedy(linear):
     for seed in range(4):
         model = build_transformer(DICT, seed=seed, eos_boost=1.0, dtype=torch.float32)
         batch = make_batch(DICT, [5, 2, 9, 4], seed=seed)
         reference = SequenceGenerator([model], DICT, beam_size=1, max_len_b=20).generate([model], batch)
         generator = SpeculativeGenerator(model, DICT, RandomDrafter(seed, len(DICT)),
-                                         SpeculativeConfig(block_size=4, max_len_b=20))
+                                         SpeculativeConfig(block_size=4, max_len_b=20), verifier_linear=linear)
         ours = generator.generate([model], batch)
         for ref, out in zip(reference, ours):
             assert out[0]["tokens"].tolist() == ref[0]["tokens"].tolist()
             torch.testing.assert_close(out[0]["positional_scores"], ref[0]["positional_scores"], rtol=0, atol=1e-5)
+
+
+def test_verifier_matmul_option_chooses_the_products():
+    """``--verifier-matmul``: auto packs a float32 CPU verifier (when oneDNN is there), plain
+    and other dtypes keep F.linear; every speculative decoder has the option."""
+    from fairseq_plugins.decoding.builder import verifier_linear
+    from fairseq_plugins.decoding.registry import DECODERS
+
+    model = build_model(0)
+    assert verifier_linear("plain", model) is float_linear
+    assert verifier_linear("auto", model.double()) is float_linear
+    auto = verifier_linear("auto", model.float())
+    assert isinstance(auto, PackedLinears) if packed_available() else auto is float_linear
+    for name in ("specdec", "specdec++", "iad", "jacobi", "gs-jacobi", "hybrid-jacobi"):
+        assert "verifier_matmul" in DECODERS[name].option_names()

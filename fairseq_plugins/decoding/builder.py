@@ -2,6 +2,8 @@
 checkpoint when the decoder needs one, and returns a ``SpeculativeGenerator``."""
 import atexit
 
+import torch
+
 from fairseq_plugins.decoding import options
 from fairseq_plugins.decoding.core import SpeculativeGenerator
 from fairseq_plugins_compat.errors import PluginError
@@ -21,9 +23,21 @@ def build_speculative(task, models, args, name, drafter, opts, block_size, beta=
     cfg = options.speculative_config(args, block_size, beta, tau, adaptive=length != "fixed",
                                      measured=length == "measured" and lossless)
     options.report_as_greedy(args, name)
-    generator = SpeculativeGenerator(models[0], task.target_dictionary, drafter, cfg)
+    generator = SpeculativeGenerator(models[0], task.target_dictionary, drafter, cfg,
+                                     verifier_linear=verifier_linear(str(opts.verifier_matmul), models[0]))
     log_stats_at_exit(generator.stats, name)
     return generator
+
+
+def verifier_linear(choice: str, verifier):
+    """How the verifier cache runs an ``nn.Linear`` (``--verifier-matmul``): oneDNN-packed
+    float32 for a float32 model on a CPU with oneDNN (``auto``), else ``F.linear``."""
+    from fairseq_plugins.decoding.fast_decoder import PackedLinears, float_linear, packed_available
+
+    param = next(verifier.parameters())
+    if choice == "auto" and param.device.type == "cpu" and param.dtype == torch.float32 and packed_available():
+        return PackedLinears()
+    return float_linear
 
 
 def log_stats_at_exit(stats, name):

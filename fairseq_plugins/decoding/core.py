@@ -16,6 +16,7 @@ from torch import Tensor
 
 from fairseq_plugins.decoding import acceptance, draft_length
 from fairseq_plugins.decoding.drafters import BatchStart, Iteration, draft_tokens
+from fairseq_plugins.decoding.fast_decoder import float_linear
 from fairseq_plugins.decoding.incremental import VerifierCache
 from fairseq_plugins.decoding.stats import DecodingStats
 from fairseq_plugins_compat.errors import PluginError
@@ -80,8 +81,10 @@ class BatchState:
 class SpeculativeGenerator:
     """fairseq generator interface: ``generate(models, sample) -> List[List[hypothesis]]``."""
 
-    def __init__(self, verifier, tgt_dict, drafter, cfg: SpeculativeConfig, stats: DecodingStats = None):
+    def __init__(self, verifier, tgt_dict, drafter, cfg: SpeculativeConfig, stats: DecodingStats = None,
+                 verifier_linear=float_linear):
         self.verifier = verifier
+        self.verifier_linear = verifier_linear  # how the verifier cache runs an nn.Linear (fast_decoder)
         verifier.eval()
         self.drafter = drafter
         self.cfg = cfg
@@ -109,7 +112,7 @@ class SpeculativeGenerator:
         bsz, section = src_tokens.size(0), self.profiler.section
         with section("encoder"):  # 1. encode once
             encoder_out = self.verifier.encoder(src_tokens, src_lengths=src_lengths)
-            cache = VerifierCache(self.verifier, encoder_out, bsz, src_tokens.device)
+            cache = VerifierCache(self.verifier, encoder_out, bsz, src_tokens.device, linear=self.verifier_linear)
             self.drafter.start(BatchStart(src_tokens, src_lengths, limits.max_len, encoder_out))
         state = self._initial_state(src_tokens, limits.max_len)
         finished: List[List[dict]] = [[] for _ in range(bsz)]

@@ -21,14 +21,15 @@ Fallback cache layout (self-attention buffers of every layer, fairseq's ``increm
 Encoder-attention buffers (static keys/values of the source) are never cut, only
 reordered when finished rows leave the batch.
 """
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 import torch
 import torch.nn.functional as F
+from fairseq.models.transformer import TransformerDecoderBase
 from fairseq.modules import SinusoidalPositionalEmbedding
-from torch import Tensor
+from torch import Tensor, nn
 
-from fairseq_plugins.decoding.fast_decoder import FastDecoderLayers, fast_path_problems
+from fairseq_plugins.decoding.fast_decoder import FastDecoderLayers, fast_path_problems, float_linear
 from fairseq_plugins_compat.errors import PluginError
 
 
@@ -74,6 +75,15 @@ def block_causal_mask(cached_len: int, m: int, like: Tensor) -> Optional[Tensor]
     mask = torch.zeros(m, cached_len + m, dtype=like.dtype, device=like.device)
     mask[:, cached_len:].masked_fill_(future, float("-inf"))
     return mask
+
+
+def output_layer(decoder, linear: Callable) -> Callable[[Tensor], Tensor]:
+    """fairseq's ``output_layer`` (features -> logits), its projection run by ``linear`` when
+    it is the standard one (a decoder overriding ``output_layer`` keeps its own)."""
+    projection = getattr(decoder, "output_projection", None)
+    if type(decoder).output_layer is TransformerDecoderBase.output_layer and type(projection) is nn.Linear:
+        return linear(projection)
+    return decoder.output_layer
 
 
 class FairseqLayers:
@@ -128,12 +138,15 @@ class VerifierCache:
 
     It owns the decoding positions: row i has ``valid[i]`` tokens in the cache, so the
     next token it is fed is at decoding step ``valid[i]`` (fairseq position
-    ``step + padding_idx + 1``).  ``fast=False`` forces the fairseq-layer fallback.
+    ``step + padding_idx + 1``).  ``fast=False`` forces the fairseq-layer fallback; ``linear``
+    runs the fast layers' and the output layer's ``nn.Linear`` (``fast_decoder.float_linear``:
+    as fairseq; ``fast_decoder.PackedLinears``: float32 with weights packed once).
     Every ``forward_block`` is followed by a ``rollback`` (the fast path writes each
     block at the rows' valid lengths, over whatever the last block left there).
     """
 
-    def __init__(self, model, encoder_out: Dict, batch_size: int, device, fast: bool = True):
+    def __init__(self, model, encoder_out: Dict, batch_size: int, device, fast: bool = True,
+                 linear: Callable = float_linear):
         check_supported_decoder(model.decoder)
         self.model = model
         self.decoder = model.decoder
@@ -145,9 +158,10 @@ class VerifierCache:
         self.fast = fast and not fast_path_problems(self.decoder)
         if self.fast:
             like = self.decoder.embed_tokens.weight
-            self.layers = FastDecoderLayers(self.decoder, encoder_out, batch_size, like)
+            self.layers = FastDecoderLayers(self.decoder, encoder_out, batch_size, like, linear)
         else:
             self.layers = FairseqLayers(self.decoder, encoder_out)
+        self.output_layer = output_layer(self.decoder, linear)
         self._fewest = 0  # min(valid), kept by the fast path
 
     def steps(self, m: int) -> Tensor:
@@ -174,7 +188,7 @@ class VerifierCache:
             x = decoder.project_out_dim(x)
         self.length += m
         self.block_len = m
-        return F.log_softmax(decoder.output_layer(x).float(), dim=-1), x
+        return F.log_softmax(self.output_layer(x).float(), dim=-1), x
 
     def _embed(self, tokens: Tensor) -> Tensor:
         """fairseq's decoder input embedding at each row's steps: (B, m) -> (m, B, C)."""
