@@ -91,7 +91,7 @@ def test_default_draft_vocabulary_covers_95_percent_of_the_counts():
        k=st.integers(1, 4), adaptive=st.booleans(), limit=st.sampled_from([0, 9]))
 def test_int8_drafter_keeps_greedy_output(seed, src_lengths, k, adaptive, limit):
     """``--drafter-precision int8``: the drafter's products in int8, the output still greedy's."""
-    from fairseq_plugins.decoding.fast_decoder import Int8Linears
+    from fairseq_plugins.decoding.fast_decoder import Int8Linears, PackedLinears, packed_available
 
     verifier = build_verifier(DICT, seed=seed)
     drafter = build_drafter(DICT, seed=seed + 1)
@@ -109,7 +109,7 @@ def test_int8_drafter_proposes_close_to_the_float_one():
     """int8 weights and inputs: log-probs within quantisation error of float's (same shapes,
     renormalised over the limited vocabulary)."""
     from fairseq_plugins.decoding.drafters import BatchStart
-    from fairseq_plugins.decoding.fast_decoder import Int8Linears
+    from fairseq_plugins.decoding.fast_decoder import Int8Linears, PackedLinears, packed_available
 
     drafter = build_drafter(DICT, seed=5)
     batch = make_batch(DICT, [4, 7, 2], seed=2)
@@ -130,19 +130,23 @@ def test_int8_drafter_proposes_close_to_the_float_one():
 
 
 def test_drafter_precision_option():
-    """auto = int8 for lossless specdec on CPU only; int8 refused where it cannot run."""
+    """auto = int8 for lossless specdec on CPU only, else float (a float32 cache on a CPU: packed
+    weights); int8 refused where it cannot run."""
     from types import SimpleNamespace
 
     import pytest
 
-    from fairseq_plugins.decoding.fast_decoder import Int8Linears
+    from fairseq_plugins.decoding.fast_decoder import Int8Linears, PackedLinears, packed_available
     from fairseq_plugins.decoding.specdec import drafter_linear
     from fairseq_plugins_compat.errors import PluginError
 
     drafter = build_drafter(DICT, seed=1)
     assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec", drafter), Int8Linears)
-    assert drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec++", drafter) is None  # output depends on drafts
-    assert drafter_linear(SimpleNamespace(drafter_precision="float"), "specdec", drafter) is None
+    float32 = PackedLinears if packed_available() else type(None)
+    assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec++", drafter), float32)
+    assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="float"), "specdec", drafter), float32)
+    assert drafter_linear(SimpleNamespace(drafter_precision="float"), "specdec", drafter.double()) is None
+    drafter.float()
     assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="int8"), "specdec++", drafter), Int8Linears)
     drafter.decoder.prefix_causal = False  # no cache: the int8 products run in the cache's layers
     assert drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec", drafter) is None

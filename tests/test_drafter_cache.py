@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from drafter_helpers import build_drafter, make_dictionary, random_batch
+from fairseq_plugins.decoding.fast_decoder import PackedLinears, packed_available
 from fairseq_plugins.models.drafter_cache import DrafterCache
 from fairseq_plugins_compat.errors import PluginError
 
@@ -73,9 +74,9 @@ class Loop:
         return int(torch.randint(1, room + 1, (1,), generator=self.g)) if room >= 1 else 0
 
 
-def run_loop(model, src_lengths, seed, iterations, atol, fast=True):
+def run_loop(model, src_lengths, seed, iterations, atol, fast=True, linear=None):
     loop = Loop(model, src_lengths, seed)
-    cache = DrafterCache(model.decoder, loop.encoder_out, len(src_lengths), fast=fast)
+    cache = DrafterCache(model.decoder, loop.encoder_out, len(src_lengths), fast=fast, linear=linear)
     assert (cache.layers is not None) == fast  # the lean layers (fast_decoder.py) or fairseq's
     for _ in range(iterations):
         if loop.rows.numel() == 0:
@@ -123,6 +124,13 @@ def test_cached_proposals_equal_uncached(seed, src_lengths, block_size, learned_
 def test_float32_preset_drafter_matches_within_1e_5(fast):
     model = sharp_drafter(3, dtype=torch.float32, block_size=10)
     run_loop(model, [9, 4, 12, 7], seed=5, iterations=10, atol=1e-5, fast=fast)
+
+
+@pytest.mark.skipif(not packed_available(), reason="no oneDNN packed linear")
+def test_float32_drafter_with_packed_weights_matches_within_1e_5():
+    """``--drafter-precision float`` on a CPU: the cache's products with oneDNN-packed weights."""
+    model = sharp_drafter(3, dtype=torch.float32, block_size=10)
+    run_loop(model, [9, 4, 12, 7], seed=5, iterations=10, atol=1e-5, linear=PackedLinears())
 
 
 @pytest.mark.parametrize("fast", [True, False])

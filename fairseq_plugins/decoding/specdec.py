@@ -11,7 +11,7 @@ from fairseq.dataclass import ChoiceEnum
 
 from fairseq_plugins.decoding.builder import build_speculative, load_drafter
 from fairseq_plugins.decoding.drafters import Draft, Drafter
-from fairseq_plugins.decoding.fast_decoder import Int8Linears, int8_available
+from fairseq_plugins.decoding.fast_decoder import Int8Linears, PackedLinears, int8_available, packed_available
 from fairseq_plugins.decoding.options import DrafterModelOptions
 from fairseq_plugins.decoding.registry import register_decoder
 from fairseq_plugins.models.drafter_cache import DrafterCache
@@ -44,7 +44,8 @@ class SpecDecOptions(DrafterModelOptions):
                                           "drafts may differ a little, lossless specdec's output never does; float "
                                           "= as loaded (the verifier's dtype); auto (the default): int8 for specdec "
                                           "on a CPU with the int8 kernels, float otherwise (specdec++, whose output "
-                                          "depends on the drafts; CUDA)",
+                                          "depends on the drafts; CUDA); a float32 drafter cache on a CPU packs "
+                                          "its weights once in oneDNN's layout (fast_decoder.PackedLinears)",
                                   "aliases": ("drafter_dtype",)})
 
 
@@ -122,9 +123,11 @@ def frequent_entries(dictionary, coverage: float = DRAFT_VOCAB_COVERAGE) -> int:
 
 
 def drafter_linear(opts, name: str, drafter):
-    """``fast_decoder.Int8Linears`` when the drafter runs in int8 (``--drafter-precision``), else None."""
+    """How the drafter cache runs an nn.Linear (``--drafter-precision``): ``Int8Linears``
+    (int8), ``PackedLinears`` (a float32 cache on a CPU with oneDNN) or None (as loaded)."""
     precision = opts.drafter_precision
-    on_cpu = next(drafter.parameters()).device.type == "cpu"
+    param = next(drafter.parameters())
+    on_cpu = param.device.type == "cpu"
     cached = getattr(drafter.decoder, "prefix_causal", False)
     if precision == "auto":
         precision = "int8" if name == "specdec" and on_cpu and cached and int8_available() else "float"
@@ -135,10 +138,12 @@ def drafter_linear(opts, name: str, drafter):
     elif precision == "int8" and not cached:
         raise PluginError("--drafter-precision int8 needs the drafter cache (a drafter trained with "
                           "--prefix-attention causal); use float")
-    if precision != "int8":
-        return None
-    logger.info(f"{name}: the drafter's matrix products run in int8 (--drafter-precision float: as loaded)")
-    return Int8Linears()
+    if precision == "int8":
+        logger.info(f"{name}: the drafter's matrix products run in int8 (--drafter-precision float: as loaded)")
+        return Int8Linears()
+    if cached and on_cpu and param.dtype == torch.float32 and packed_available():
+        return PackedLinears()
+    return None
 
 
 def _build_specdec(name):
