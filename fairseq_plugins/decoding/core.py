@@ -17,6 +17,7 @@ from torch import Tensor
 from fairseq_plugins.decoding import acceptance, draft_length
 from fairseq_plugins.decoding.drafters import BatchStart, Iteration, draft_tokens
 from fairseq_plugins.decoding.fast_decoder import float_linear
+from fairseq_plugins.decoding.fast_encoder import encoder_function
 from fairseq_plugins.decoding.incremental import VerifierCache
 from fairseq_plugins.decoding.stats import DecodingStats
 from fairseq_plugins_compat.errors import PluginError
@@ -111,7 +112,8 @@ class SpeculativeGenerator:
         limits = self.limits(src_tokens)
         bsz, section = src_tokens.size(0), self.profiler.section
         with section("encoder"):  # 1. encode once
-            encoder_out = self.verifier.encoder(src_tokens, src_lengths=src_lengths)
+            encode = encoder_function(self.verifier.encoder, self.verifier_linear)  # packed: fast_encoder's
+            encoder_out = encode(src_tokens, src_lengths=src_lengths)
             cache = VerifierCache(self.verifier, encoder_out, bsz, src_tokens.device, linear=self.verifier_linear)
             self.drafter.start(BatchStart(src_tokens, src_lengths, limits.max_len, encoder_out))
         state = self._initial_state(src_tokens, limits.max_len)

@@ -29,7 +29,7 @@ from torch import Tensor, nn
 INITIAL_CAPACITY = 32
 
 
-def _attention_problems(attn, name: str) -> List[str]:
+def attention_problems(attn, name: str) -> List[str]:
     if type(attn) is not MultiheadAttention:
         return [f"{name} of type {type(attn).__name__}"]
     problems = []
@@ -55,9 +55,9 @@ def _layer_problems(layer) -> List[str]:
     if layer.onnx_trace or layer.dropout_module.apply_during_inference \
             or layer.activation_dropout_module.apply_during_inference:
         problems.append("onnx tracing or inference dropout")
-    problems += _attention_problems(layer.self_attn, "self-attention")
+    problems += attention_problems(layer.self_attn, "self-attention")
     if layer.encoder_attn is not None:
-        problems += _attention_problems(layer.encoder_attn, "encoder attention")
+        problems += attention_problems(layer.encoder_attn, "encoder attention")
     return problems
 
 
@@ -73,7 +73,7 @@ def fast_path_problems(decoder) -> List[str]:
     return problems
 
 
-def _norm(module) -> Callable[[Tensor], Tensor]:
+def plain_norm(module) -> Callable[[Tensor], Tensor]:
     """The layer norm as a plain function (a module call costs more than the kernel)."""
     if type(module) is not nn.LayerNorm:
         return module
@@ -172,12 +172,12 @@ class Int8Linears:
             return torch.ops.quantized.linear_prepack(quantized, bias)
 
 
-def _heads_first(x: Tensor, heads: int, head_dim: int) -> Tensor:
+def heads_first(x: Tensor, heads: int, head_dim: int) -> Tensor:
     """(T, B, heads * head_dim) -> (B * heads, T, head_dim), as fairseq lays q/k/v out."""
     return x.contiguous().view(x.size(0), x.size(1) * heads, head_dim).transpose(0, 1)
 
 
-def _attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], heads: int) -> Tensor:
+def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], heads: int) -> Tensor:
     """Scaled q (B*H, m, d), keys/values (B*H, L, d), bool mask broadcastable to
     (B, H, m, L) (True = hidden) -> (m, B, H*d)."""
     weights = torch.bmm(q, k.transpose(1, 2))
@@ -198,14 +198,14 @@ class FastLayer:
         self.normalize_before = layer.normalize_before
         self.self_q, self.self_k, self.self_v = linear(sa.q_proj), linear(sa.k_proj), linear(sa.v_proj)
         self.self_out = linear(sa.out_proj)
-        self.self_norm = _norm(layer.self_attn_layer_norm)
+        self.self_norm = plain_norm(layer.self_attn_layer_norm)
         self.encoder_attn = layer.encoder_attn
         if layer.encoder_attn is not None:
             self.encoder_q, self.encoder_out = linear(layer.encoder_attn.q_proj), linear(layer.encoder_attn.out_proj)
             self.encoder_k, self.encoder_v = linear(layer.encoder_attn.k_proj), linear(layer.encoder_attn.v_proj)
-            self.encoder_norm = _norm(layer.encoder_attn_layer_norm)
+            self.encoder_norm = plain_norm(layer.encoder_attn_layer_norm)
         self.fc1, self.fc2, self.activation = linear(layer.fc1), linear(layer.fc2), layer.activation_fn
-        self.final_norm = _norm(layer.final_layer_norm)
+        self.final_norm = plain_norm(layer.final_layer_norm)
         shape = (batch_size, self.heads, INITIAL_CAPACITY, self.head_dim)
         self.key = like.new_zeros(shape)
         self.value = like.new_zeros(shape)
@@ -216,8 +216,8 @@ class FastLayer:
         """Encoder keys/values (S, B, C) -> (B*H, S, d), once per batch."""
         if self.encoder_attn is None or encoder_states is None:
             return
-        self.encoder_key = _heads_first(self.encoder_k(encoder_states), self.heads, self.head_dim)
-        self.encoder_value = _heads_first(self.encoder_v(encoder_states), self.heads, self.head_dim)
+        self.encoder_key = heads_first(self.encoder_k(encoder_states), self.heads, self.head_dim)
+        self.encoder_value = heads_first(self.encoder_v(encoder_states), self.heads, self.head_dim)
 
     def ensure_capacity(self, needed: int):
         capacity = self.key.size(2)
@@ -247,13 +247,13 @@ class FastLayer:
             write(buffer, new)
         keys = self.key[:, :, :length].reshape(bsz * self.heads, length, self.head_dim)
         values = self.value[:, :, :length].reshape(bsz * self.heads, length, self.head_dim)
-        out = _attend(_heads_first(q, self.heads, self.head_dim), keys, values, mask, self.heads)
+        out = attend(heads_first(q, self.heads, self.head_dim), keys, values, mask, self.heads)
         return self.self_out(out)
 
     def encoder_attention(self, x: Tensor, encoder_mask: Optional[Tensor]) -> Tensor:
         q = self.encoder_q(x)
         q *= self.scaling
-        out = _attend(_heads_first(q, self.heads, self.head_dim), self.encoder_key, self.encoder_value,
+        out = attend(heads_first(q, self.heads, self.head_dim), self.encoder_key, self.encoder_value,
                       encoder_mask, self.heads)
         return self.encoder_out(out)
 
