@@ -129,9 +129,12 @@ def test_measured_length_skips_a_drafter_that_does_not_pay():
     drafter.propose = slow_propose
     for _ in range(3):
         assert_same_hypotheses(greedy(model, batch, max_len_b=30), generator.generate([model], batch))
-    iterations = generator.guard.iteration
-    assert 1 <= drafter.calls <= 1 + iterations // 8  # the first iteration, then (rarer and rarer) probes only
-    assert generator.stats.loop_iterations == iterations and generator.stats.undrafted >= iterations - drafter.calls
+    classes = generator.guard.classes  # 3 rows, then 2, then 1: occupancy classes 2 and 1
+    iterations = sum(choice.iteration for choice in classes.values())
+    assert sorted(classes) == [1, 2]
+    assert len(classes) <= drafter.calls <= len(classes) + iterations // 8  # each class's first try, then probes
+    assert generator.stats.loop_iterations == iterations
+    assert drafter.calls <= iterations - generator.stats.undrafted  # propose only in drafting iterations (not all: no room left)
 
 
 @pytest.mark.parametrize("block_size", [1, 3, 7, 64])
@@ -218,6 +221,23 @@ def test_draft_guard_does_not_count_the_drafter_catching_up():
         now[0] += 100.0 if catching_up else 1.0  # catching up is slow; drafting gains 2 tokens per second
         guard.end_iteration(2 if drafting else 1)
     assert sum(choices[100:]) > 90  # drafting is the best choice once measured without its catch-up
+
+
+def test_draft_guard_chooses_apart_for_each_number_of_rows():
+    """Drafting pays with few rows and not with many (a wide block multiplies the verifier's
+    work): the guard drafts at 1-3 rows and not at 16-31, whatever order the classes come in."""
+    now, choices = [0.0], {2: [], 5: []}
+    guard = DraftGuard(probe_every=8, clock=lambda: now[0])
+    for i in range(400):
+        rows = 3 if (i // 7) % 2 else 20  # a batch thinning out and new batches: classes interleave
+        drafting = guard.start_iteration(rows)
+        choices[DraftGuard.occupancy_class(rows)].append(drafting)
+        tokens = rows * (3 if drafting else 1)  # 3 tokens per row drafted, 1 without
+        now[0] += (1.0 + rows * (0.5 if drafting else 0.01)) if rows > 4 else 1.0  # drafting is costly at 20 rows
+        guard.end_iteration(tokens)
+    assert sorted(guard.classes) == [2, 5]
+    assert sum(choices[2][20:]) > 0.9 * len(choices[2][20:])  # 3 rows: drafting (3 tokens per second vs 1)
+    assert sum(choices[5][20:]) < 0.1 * len(choices[5][20:])  # 20 rows: not drafting (60 / 11 < 20 / 1.2)
 
 
 @pytest.mark.parametrize("beta, tau, guarded", [(1, 0.0, True), (3, 1.0, False), (1, 0.5, False)])

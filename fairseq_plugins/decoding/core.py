@@ -121,7 +121,7 @@ class SpeculativeGenerator:
         trace = self.stats.start_batch()
         while state.rows.numel() > 0:
             self.profiler.tick()
-            drafting = self.guard.start_iteration() if self.guard is not None else True
+            drafting = self.guard.start_iteration(state.rows.numel()) if self.guard is not None else True
             self.stats.count_iteration(drafted=drafting)
             with section("drafter"):  # 2. draft at most up to max_len
                 drafts = self._draft(state, limits.max_len) if drafting else state.tokens[:, :0]

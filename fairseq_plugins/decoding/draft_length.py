@@ -11,7 +11,7 @@ is unchanged: the length only decides how much is offered to the verifier.
 ``--draft-length measured`` adds :class:`DraftGuard`: a drafter that costs more than its
 accepted tokens save (a weak drafter; any drafter at a large batch on a CPU, where a wider
 block multiplies the verifier's arithmetic) is switched off for the iterations where not
-drafting is measured to be faster.
+drafting is measured to be faster, apart for each number of rows still decoding.
 """
 import math
 import time
@@ -38,24 +38,63 @@ class DraftGuard:
     """``--draft-length measured``: adaptive length, and a measured choice, per iteration,
     between drafting and not drafting (the verifier alone, one token per row).
 
-    For both choices it keeps decayed sums of the tokens gained and the seconds spent by
-    whole iterations, and drafts while drafting yields at least as many tokens per second.
-    It probes the other choice for ``probe_length`` iterations ``probe_every`` iterations
-    after the best one changed, then at doubling intervals (at most ``max_interval``) while
-    the best one stays, so both estimates stay current at a small cost (a choice never
-    tried counts as infinitely fast, so both are tried at once).  With ``skip_catch_up``
-    (a drafter with a prefix cache) the first drafting iteration after undrafted ones is not
-    counted: the drafter then catches up with every token accepted meanwhile, a one-off
-    cost that is not what drafting costs.
-    The sums live as long as the generator: one sentence at batch 1 is a few iterations.
-    The output is the same whichever is chosen; only the speed (and the iteration
-    counts) depend on the machine's timings.
+    Tokens per second depend on how many rows are still decoding (a batch thins out as its
+    rows finish; at 32 rows a drafted block multiplies the verifier's arithmetic, at a few
+    rows it costs little more than one token), so the choice is made and measured apart for
+    each occupancy class: 1 row, 2-3, 4-7, 8-15, ... (:class:`MeasuredChoice` each).  At
+    batch size 1 there is one class.  With ``skip_catch_up`` (a drafter with a prefix cache)
+    the first drafting iteration after undrafted ones is not counted: the drafter then
+    catches up with every token accepted meanwhile, a one-off cost that is not what drafting
+    costs.  The measurements live as long as the generator: one sentence at batch 1 is a
+    few iterations.  The output is the same whichever is chosen; only the speed (and the
+    iteration counts) depend on the machine's timings.
     """
 
     def __init__(self, probe_every: int = 16, max_interval: int = 128, decay: float = 0.9, probe_length: int = 2,
                  skip_catch_up: bool = False, clock=time.perf_counter):
-        self.probe_every, self.max_interval, self.decay, self.clock = probe_every, max_interval, decay, clock
-        self.probe_length, self.skip_catch_up = probe_length, skip_catch_up
+        self.settings = dict(probe_every=probe_every, max_interval=max_interval, decay=decay,
+                             probe_length=probe_length)
+        self.skip_catch_up, self.clock = skip_catch_up, clock
+        self.classes = {}  # occupancy class -> MeasuredChoice
+        self.current = None  # the class of this iteration
+        self.drafting = True
+        self.catching_up = False  # this iteration drafts after undrafted ones
+        self.started = 0.0
+
+    @staticmethod
+    def occupancy_class(rows: int) -> int:
+        """1 row -> 1, 2-3 -> 2, 4-7 -> 3, 8-15 -> 4, ..."""
+        return max(1, int(rows)).bit_length()
+
+    def start_iteration(self, rows: int = 1) -> bool:
+        """Whether this iteration (``rows`` rows still decoding) drafts; starts its clock."""
+        key = self.occupancy_class(rows)
+        if key not in self.classes:
+            self.classes[key] = MeasuredChoice(**self.settings)
+        self.current = self.classes[key]
+        drafting = self.current.choose()
+        self.catching_up = self.skip_catch_up and drafting and not self.drafting
+        self.drafting = drafting
+        self.started = self.clock()
+        return drafting
+
+    def end_iteration(self, tokens: int):
+        """The iteration gained ``tokens`` (all rows together)."""
+        elapsed = max(self.clock() - self.started, 1e-9)
+        if not self.catching_up:
+            self.current.record(self.drafting, tokens, elapsed)
+
+
+class MeasuredChoice:
+    """Drafting or not, for one occupancy class: decayed sums of the tokens gained and the
+    seconds spent by whole iterations of each choice; drafts while drafting yields at least
+    as many tokens per second.  It probes the other choice for ``probe_length`` iterations
+    ``probe_every`` iterations after the best one changed, then at doubling intervals (at
+    most ``max_interval``) while the best one stays, so both estimates stay current at a
+    small cost (a choice never tried counts as infinitely fast, so both are tried at once)."""
+
+    def __init__(self, probe_every: int, max_interval: int, decay: float, probe_length: int):
+        self.probe_every, self.max_interval, self.decay, self.probe_length = probe_every, max_interval, decay, probe_length
         self.tokens = {True: 0.0, False: 0.0}  # drafting? -> decayed tokens gained
         self.seconds = {True: 0.0, False: 0.0}  # drafting? -> decayed seconds spent
         self.iteration = 0
@@ -63,17 +102,14 @@ class DraftGuard:
         self.interval = probe_every
         self.next_probe = probe_every
         self.probe_left = 0  # iterations left in the current probe
-        self.drafting = True
-        self.catching_up = False  # this iteration drafts after undrafted ones
-        self.started = 0.0
 
     def rate(self, drafting: bool) -> float:
         """Tokens per second of that choice (inf while it was never measured)."""
         seconds = self.seconds[drafting]
         return self.tokens[drafting] / seconds if seconds > 0 else math.inf
 
-    def start_iteration(self) -> bool:
-        """Whether this iteration drafts; starts its clock."""
+    def choose(self) -> bool:
+        """Whether this iteration drafts."""
         self.iteration += 1
         best = self.rate(True) >= self.rate(False)
         if best != self.best:
@@ -85,17 +121,8 @@ class DraftGuard:
             self.probe_left = self.probe_length
         probe = self.probe_left > 0
         self.probe_left -= probe
-        drafting = best != probe
-        self.catching_up = self.skip_catch_up and drafting and not self.drafting
-        self.drafting = drafting
-        self.started = self.clock()
-        return self.drafting
+        return best != probe
 
-    def end_iteration(self, tokens: int):
-        """The iteration gained ``tokens`` (all rows together)."""
-        elapsed = max(self.clock() - self.started, 1e-9)
-        if self.catching_up:
-            return
-        choice = self.drafting
-        self.tokens[choice] = self.decay * self.tokens[choice] + tokens
-        self.seconds[choice] = self.decay * self.seconds[choice] + elapsed
+    def record(self, drafting: bool, tokens: int, seconds: float):
+        self.tokens[drafting] = self.decay * self.tokens[drafting] + tokens
+        self.seconds[drafting] = self.decay * self.seconds[drafting] + seconds
