@@ -194,3 +194,26 @@ def patch_score_cli(module):
 
     if score.needs_score_shim():
         module.cli_main = score.make_cli_main(module.get_parser)
+
+
+class _ImportingLoader:
+    """What hydra's plugin scan needs of ``find_module``'s answer: ``load_module(name)``."""
+
+    @staticmethod
+    def load_module(fullname):
+        return importlib.import_module(fullname)
+
+
+def _find_module(finder, fullname, path=None):
+    """``FileFinder.find_module`` as before Python 3.12, answered from ``find_spec``."""
+    spec = finder.find_spec(fullname)
+    return _ImportingLoader() if spec is not None and spec.loader is not None else None
+
+
+def patch_hydra_plugins(module):
+    """hydra 1.0's plugin scan calls ``importer.find_module`` on pkgutil's ``FileFinder``s,
+    which Python 3.12 removed (every fairseq console script then fails in ``hydra_init``)."""
+    from importlib.machinery import FileFinder
+
+    if not hasattr(FileFinder, "find_module"):
+        FileFinder.find_module = _find_module

@@ -130,6 +130,7 @@ def install():
                 "fairseq_cli.generate": _run_patch("patch_generate", "cli"),
                 "fairseq_cli.interactive": _run_patch("patch_interactive", "cli"),
                 "fairseq_cli.score": _run_patch("patch_score_cli"),
+                "hydra.core.plugins": _run_patch("patch_hydra_plugins"),
             },
             before={"fairseq": _run_patch("install", "quiet")},
         ),

@@ -264,3 +264,20 @@ def test_help_without_positional_arguments_is_no_usage_error(capsys):
     assert captured.err == ""
     assert parser._option_string_actions["--arch"].default == "wav2vec2"  # parser restored
     assert "error" not in vars(parser)
+
+
+def test_hydra_plugin_scan_works_without_find_module(monkeypatch):
+    """Python 3.12 removed ``FileFinder.find_module``, which hydra 1.0's plugin scan calls."""
+    from importlib.machinery import FileFinder
+
+    from fairseq_plugins_compat.patches import patch_hydra_plugins
+
+    monkeypatch.delattr(FileFinder, "find_module", raising=False)
+    patch_hydra_plugins(None)
+    assert hasattr(FileFinder, "find_module")
+    import hydra.core.plugins as plugins
+    from hydra.core.plugins import Plugins
+    from hydra.plugins.search_path_plugin import SearchPathPlugin
+
+    monkeypatch.setattr(plugins.Singleton, "_instances", {})  # scan afresh, with the shim
+    assert Plugins.instance().discover(SearchPathPlugin) is not None
