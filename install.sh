@@ -27,11 +27,18 @@ if [ -z "$(torch_version)" ]; then
 fi
 TORCH_VERSION=$(torch_version)
 echo "using torch $TORCH_VERSION"
-CONSTRAINTS=$(mktemp)
-trap 'rm -f "$CONSTRAINTS"' EXIT
+WORK_DIR=$(mktemp -d)
+trap 'rm -rf "$WORK_DIR"' EXIT
+CONSTRAINTS=$WORK_DIR/constraints.txt
 echo "torch==$TORCH_VERSION" > "$CONSTRAINTS"  # nothing below may replace it
 
 echo "[2/4] dependencies (requirements.txt)"
+# fairseq 0.12.2 needs omegaconf<2.1, whose only release (2.0.6) has metadata that pip >= 24.1
+# rejects; then this step runs pip 24.0 from its wheel (the environment's own pip is left as it is).
+if ! "$PYTHON" -c 'import sys, pip; sys.exit(tuple(map(int, pip.__version__.split(".")[:2])) >= (24, 1))'; then
+  "$PYTHON" -m pip download --disable-pip-version-check -q --no-deps -d "$WORK_DIR" pip==24.0
+  pip_install() { "$PYTHON" "$WORK_DIR/pip-24.0-py3-none-any.whl/pip" install --disable-pip-version-check "$@"; }
+fi
 pip_install -c "$CONSTRAINTS" -r requirements.txt
 
 echo "[3/4] fairseq 0.12.2 from PyPI (its sdist builds Cython/C++ parts; torchaudio is not needed)"
