@@ -86,3 +86,31 @@ def test_input_longer_than_max_positions(reverse_data, tiny_checkpoint, drafter)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "line 1 skipped: 41 tokens, more than the 20 source tokens the model takes" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def moved_checkpoint(checkpoint, tmp_path, name):
+    """A copy of ``checkpoint`` whose saved data folder does not exist (trained on another machine)."""
+    import torch
+
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    state["cfg"]["task"]["data"] = str(tmp_path / "gone" / "data-bin")
+    torch.save(state, tmp_path / name)
+    return tmp_path / name
+
+
+def test_drafter_trained_elsewhere_uses_the_verifiers_dictionaries(reverse_data, tiny_checkpoint, drafter, tmp_path):
+    moved = moved_checkpoint(drafter, tmp_path, "moved_drafter.pt")
+    common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--max-len-b", 30]
+    greedy = run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout
+    specdec = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, "--drafter-path", moved, "--decoding", "specdec")
+    assert tokens_only(specdec.stdout) == tokens_only(greedy) and len(tokens_only(greedy)) == 24
+
+
+def test_drafter_trained_elsewhere_with_another_dictionary_is_a_one_line_error(reverse_data, tiny_checkpoint, tmp_path):
+    other = preprocess(write_reverse_corpus(tmp_path / "raw", vocab=30, seed=5), tmp_path / "bin")
+    other_drafter = train_drafter(other, train(other, tmp_path / "v", max_update=5), tmp_path / "d", max_update=5)
+    moved = moved_checkpoint(other_drafter, tmp_path, "moved_other.pt")
+    proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--drafter-path", moved,
+                   "--decoding", "specdec", "--gen-subset", "test", check=False)
+    assert proc.returncode != 0
+    assert "does not fit the verifier's dictionaries" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-3000:]

@@ -54,10 +54,30 @@ def load_drafter(task, verifier, path, decoding, block_size=None):
 
     if not path:
         raise PluginError(f"--decoding {decoding} needs --drafter-path (a block drafter checkpoint)")
-    models, _cfg, drafter_task = checkpoint_utils.load_model_ensemble_and_task([path])
+    try:
+        models, _cfg, drafter_task = checkpoint_utils.load_model_ensemble_and_task([path])
+    except FileNotFoundError as missing:  # trained elsewhere: its data folder is not on this machine
+        models, drafter_task = load_with_dictionaries_of(task, path, missing)
     drafter = models[0]
     param = next(verifier.parameters())
     drafter.to(device=param.device, dtype=param.dtype)
     check_compatibility(drafter, verifier, drafter_task.target_dictionary, task.target_dictionary, block_size)
     task.extra_max_positions = drafter.max_positions()
     return drafter
+
+
+def load_with_dictionaries_of(task, path, missing):
+    """Load a drafter whose saved data folder is gone (``missing``) with the dictionaries of the
+    generation task (the verifier's) instead; a drafter whose embeddings do not fit them is a
+    one-line error."""
+    from fairseq import checkpoint_utils
+
+    data = getattr(getattr(task, "cfg", None), "data", None)
+    if not data:
+        raise PluginError(f"drafter {path}: its dictionaries are not here ({missing.filename})") from None
+    try:
+        models, _cfg, drafter_task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": data})
+    except RuntimeError as error:  # size mismatch in load_state_dict
+        raise PluginError(f"drafter {path} does not fit the verifier's dictionaries in {data} (its own, "
+                          f"{missing.filename}, is not here): {str(error).splitlines()[-1].strip()}") from None
+    return models, drafter_task
