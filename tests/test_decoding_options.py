@@ -32,6 +32,6 @@ def test_untyped_default_beam_is_not_refused(reverse_data, tiny_checkpoint):
 
 @pytest.mark.parametrize("decoding", ["beam", "iad"])
 def test_fp16_on_cpu_is_refused_for_every_decoding(reverse_data, tiny_checkpoint, decoding):
-    proc = generate(reverse_data, tiny_checkpoint, "--decoding", decoding, "--fp16", "--beam", 1)
+    proc = generate(reverse_data, tiny_checkpoint, "--decoding", decoding, "--fp16", "--cpu", "--beam", 1)
     assert proc.returncode != 0 and "fp16 decoding needs a CUDA device" in proc.stderr, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr

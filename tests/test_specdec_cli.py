@@ -59,7 +59,7 @@ def test_specdec_interactive_with_empty_line(reverse_data, tiny_checkpoint, draf
     (["--beta", 0], "--beta must be >= 1"),
     (["--tau", -1], "--tau must be >= 0"),
     (["--block-size", 9], "block size"),
-    (["--fp16"], "fp16 decoding needs a CUDA device"),
+    (["--fp16", "--cpu"], "fp16 decoding needs a CUDA device"),  # --cpu: also where a GPU is visible
 ])
 def test_bad_options_are_one_line_errors(reverse_data, tiny_checkpoint, drafter, extra, message):
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--drafter-path", drafter,
