@@ -68,7 +68,6 @@ def assert_greedy_parity(src_lengths, seed, name, adaptive):
     ours = SpeculativeGenerator(verifier, DICT, drafter, cfg).generate([verifier], batch)
     assert len(ours) == len(reference)
     for ref, out in zip(reference, ours):
-        assert out[0]["tokens"].device.type == "cpu" or out[0]["tokens"].is_cuda
         assert out[0]["tokens"].tolist() == ref[0]["tokens"].tolist()
         torch.testing.assert_close(out[0]["positional_scores"], ref[0]["positional_scores"])
 
