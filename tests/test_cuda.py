@@ -8,6 +8,7 @@ see the test), batch 1 and 32.
 """
 import pytest
 import torch
+from fairseq import utils
 from fairseq.sequence_generator import SequenceGenerator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -42,10 +43,9 @@ class RandomCudaDrafter(Drafter):
 
 def drafter_for(name, seed):
     """(drafter, block size) of a lossless decoder, its models in float64 on the GPU."""
-    if name == "specdec":
-        return BlockDrafter(build_drafter(DICT, seed=seed + 1).to("cuda", torch.float64)), 3
-    if name == "specdec-uncached":
-        return BlockDrafter(build_drafter(DICT, seed=seed + 1).to("cuda", torch.float64), cached=False), 3
+    if name.startswith("specdec"):
+        model = build_drafter(DICT, seed=seed + 1).to("cuda", torch.float64)
+        return BlockDrafter(model, cached=name != "specdec-uncached"), 3
     return {
         "random": (RandomCudaDrafter(seed), 4),
         "iad": (SourceCopyDrafter(PAD, EOS, match_length=1), 64),
@@ -55,13 +55,9 @@ def drafter_for(name, seed):
     }[name]
 
 
-def on_cuda(batch):
-    return {"id": batch["id"], "net_input": {k: v.cuda() for k, v in batch["net_input"].items()}}
-
-
 def assert_greedy_parity(src_lengths, seed, name, adaptive):
     verifier = build_verifier(DICT, seed=seed).to("cuda", torch.float64)
-    batch = on_cuda(make_batch(DICT, src_lengths, seed=seed))
+    batch = utils.move_to_cuda(make_batch(DICT, src_lengths, seed=seed))
     reference = SequenceGenerator([verifier], DICT, beam_size=1, max_len_b=14).generate([verifier], batch)
     drafter, block_size = drafter_for(name, seed)
     cfg = SpeculativeConfig(block_size=block_size, adaptive=adaptive, max_len_b=14)
@@ -105,16 +101,22 @@ def cuda_drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
     return train_drafter(reverse_data, tiny_checkpoint, tmp_path_factory.mktemp("cuda_drafter"))
 
 
+def greedy_and_each_decoder(data, checkpoint, drafter, batch_size, *precision):
+    """fairseq-generate on the GPU: ({id: --beam 1 hypothesis}, [{id: hypothesis} of each CLI_DECODERS])."""
+    common = [data, "--path", checkpoint, "--gen-subset", "test", "--batch-size", batch_size, "--max-len-b", 30, *precision]
+    greedy = hypotheses(run_cli("fairseq-generate", *common, "--beam", 1).stdout)
+    assert len(greedy) == 24
+    return greedy, [hypotheses(run_cli("fairseq-generate", *common, *PLUGIN, "--drafter-path", drafter, *decoder).stdout)
+                    for decoder in CLI_DECODERS]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1, 32])
 def test_fairseq_generate_on_cuda_equals_beam1(reverse_data, tiny_checkpoint, cuda_drafter, batch_size):
     """float32 on the GPU: every decoder's output is --beam 1's, token for token."""
-    common = [reverse_data, "--path", tiny_checkpoint, "--gen-subset", "test", "--batch-size", batch_size, "--max-len-b", 30]
-    greedy = hypotheses(run_cli("fairseq-generate", *common, "--beam", 1).stdout)
-    assert len(greedy) == 24
-    for decoder in CLI_DECODERS:
-        proc = run_cli("fairseq-generate", *common, *PLUGIN, "--drafter-path", cuda_drafter, *decoder)
-        assert hypotheses(proc.stdout) == greedy, decoder
+    greedy, outputs = greedy_and_each_decoder(reverse_data, tiny_checkpoint, cuda_drafter, batch_size)
+    for decoder, ours in zip(CLI_DECODERS, outputs):
+        assert ours == greedy, decoder
 
 
 @pytest.mark.slow
@@ -123,12 +125,8 @@ def test_fairseq_generate_fp16_stays_close_to_fp16_beam1(reverse_data, tiny_chec
     """float16: a block of k+1 tokens and k+1 single-token steps may round differently, so a
     near-tie can go the other way (measured on the Multi30k pair: 1 sentence in 60-128 for
     block-verifying rows, README); every decoder stays within 1 of 8 sentences of --fp16 --beam 1."""
-    common = [reverse_data, "--path", tiny_checkpoint, "--gen-subset", "test", "--batch-size", batch_size,
-              "--max-len-b", 30, "--fp16"]
-    greedy = hypotheses(run_cli("fairseq-generate", *common, "--beam", 1).stdout)
-    assert len(greedy) == 24
-    for decoder in CLI_DECODERS:
-        ours = hypotheses(run_cli("fairseq-generate", *common, *PLUGIN, "--drafter-path", cuda_drafter, *decoder).stdout)
+    greedy, outputs = greedy_and_each_decoder(reverse_data, tiny_checkpoint, cuda_drafter, batch_size, "--fp16")
+    for decoder, ours in zip(CLI_DECODERS, outputs):
         assert ours.keys() == greedy.keys()
         assert sum(ours[i] != greedy[i] for i in greedy) <= len(greedy) // 8, decoder
 

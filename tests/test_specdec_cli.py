@@ -68,10 +68,15 @@ def test_bad_options_are_one_line_errors(reverse_data, tiny_checkpoint, drafter,
     assert message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-3000:]
 
 
-def test_drafter_with_another_dictionary_is_rejected(reverse_data, tiny_checkpoint, tmp_path):
-    other = preprocess(write_reverse_corpus(tmp_path / "raw", vocab=30, seed=5), tmp_path / "bin")
-    other_verifier = train(other, tmp_path / "v", max_update=5)
-    other_drafter = train_drafter(other, other_verifier, tmp_path / "d", max_update=5)
+@pytest.fixture(scope="module")
+def other_drafter(tmp_path_factory):
+    """A drafter (and its verifier) trained on a corpus with another dictionary (30 words, not 24)."""
+    root = tmp_path_factory.mktemp("other_dictionary")
+    other = preprocess(write_reverse_corpus(root / "raw", vocab=30, seed=5), root / "bin")
+    return train_drafter(other, train(other, root / "v", max_update=5), root / "d", max_update=5)
+
+
+def test_drafter_with_another_dictionary_is_rejected(reverse_data, tiny_checkpoint, other_drafter):
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--drafter-path", other_drafter,
                    "--decoding", "specdec", "--gen-subset", "test", check=False)
     assert proc.returncode != 0
@@ -106,9 +111,8 @@ def test_drafter_trained_elsewhere_uses_the_verifiers_dictionaries(reverse_data,
     assert tokens_only(specdec.stdout) == tokens_only(greedy) and len(tokens_only(greedy)) == 24
 
 
-def test_drafter_trained_elsewhere_with_another_dictionary_is_a_one_line_error(reverse_data, tiny_checkpoint, tmp_path):
-    other = preprocess(write_reverse_corpus(tmp_path / "raw", vocab=30, seed=5), tmp_path / "bin")
-    other_drafter = train_drafter(other, train(other, tmp_path / "v", max_update=5), tmp_path / "d", max_update=5)
+def test_drafter_trained_elsewhere_with_another_dictionary_is_a_one_line_error(reverse_data, tiny_checkpoint,
+                                                                                 other_drafter, tmp_path):
     moved = moved_checkpoint(other_drafter, tmp_path, "moved_other.pt")
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--drafter-path", moved,
                    "--decoding", "specdec", "--gen-subset", "test", check=False)
