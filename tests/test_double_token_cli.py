@@ -50,6 +50,15 @@ def test_generate_beam_nbest_and_greedy(reverse_data, bidirectional_checkpoint):
     assert sorted(hypotheses(greedy)) == list(range(24)) and "BLEU4 =" in greedy
 
 
+def test_pair_beam_stop_beam_returns_the_best_of_w(reverse_data, bidirectional_checkpoint):
+    """--pair-beam-stop beam: one hypothesis per sentence, the best of the W that --nbest W finds."""
+    common = [reverse_data, *TASK, "--path", bidirectional_checkpoint, "--cpu", "--batch-size", "8", "--beam", "4"]
+    best_of_w = hypotheses(run_cli("fairseq-generate", *common, "--pair-beam-stop", "beam").stdout)
+    w_best = hypotheses(run_cli("fairseq-generate", *common, "--nbest", "4").stdout)
+    assert sorted(best_of_w) == list(range(24)) and all(len(h) == 1 for h in best_of_w.values())
+    assert {sid: h[0] for sid, h in best_of_w.items()} == {sid: h[0] for sid, h in w_best.items()}
+
+
 def test_interactive(reverse_data, bidirectional_checkpoint):
     out = run_cli("fairseq-interactive", reverse_data, *TASK, "--path", bidirectional_checkpoint, "--cpu",
                   "--beam", "3", "--nbest", "2", input="w1 w2 w3\nw4 w5 w6 w7 w8\n").stdout

@@ -124,6 +124,31 @@ def test_batched_beam_search_matches_reference_algorithm1(beam, nbest):
         assert [f.score for f in hyps] == pytest.approx([score for _, score in expected])
 
 
+@pytest.mark.parametrize("beam,stop_after", [(2, 2), (4, 4), (6, 3)])
+def test_stop_after_k_returns_the_best_of_k(beam, stop_after):
+    """--pair-beam-stop beam: the search runs until K finished, but returns only --nbest (1)."""
+    scripts = [random_script(seed) for seed in range(6)]
+    found = run(beam_search, scripts, bsz=6, beam=beam, nbest=1, stop_after=stop_after)
+    for script, hyps in zip(scripts, found):
+        expected = reference_algorithm1(script, beam, stop_after, max_steps=6, eod=0, lenpen=1.0)
+        assert [f.tokens for f in hyps] == [expected[0][0]]
+
+
+def test_stop_after_k_finds_the_longer_better_hypothesis():
+    """K = 1 returns (a a EOD EOD) finished at step 2; K = 2 waits for a longer, better-per-token one."""
+    table = {
+        (): ((0.05, 0.5, 0.4, 0.05), (0.05, 0.9, 0.025, 0.025)),
+        (1, 1): ((0.6, 0.2, 0.1, 0.1), (0.6, 0.2, 0.1, 0.1)),
+        (2, 1): ((0.02, 0.02, 0.02, 0.94), (0.02, 0.02, 0.02, 0.94)),
+        (2, 1, 3, 3): ((0.97, 0.01, 0.01, 0.01), (0.97, 0.01, 0.01, 0.01)),
+    }
+    first = run(beam_search, script_from_table(table), beam=2, nbest=1)[0]
+    assert [f.tokens for f in first] == [[1, 1, 0, 0]]
+    best_of_two = run(beam_search, script_from_table(table), beam=2, nbest=1, stop_after=2)[0]
+    assert [f.tokens for f in best_of_two] == [[2, 1, 3, 3, 0, 0]]
+    assert best_of_two[0].score > first[0].score
+
+
 def test_lenpen_zero_ranks_by_sum():
     scripts = [random_script(seed) for seed in range(4)]
     found = run(beam_search, scripts, bsz=4, beam=4, nbest=3, lenpen=0.0)

@@ -2,8 +2,9 @@
 hypothesis dicts (``tokens`` in natural order ending with eos, ``score``,
 ``positional_scores``, ``attention=None``, ``alignment=None``, ``steps``).
 
-- :class:`DoubleTokenGenerator`: greedy (``--beam 1``) or Algorithm 1 (``--beam W``,
-  ``--nbest K``) over pairs, for the two-tokens-per-step orders.
+- :class:`DoubleTokenGenerator`: greedy (``--beam 1``) or Algorithm 1 (``--beam W``, stopping
+  after ``--nbest`` or W finished hypotheses: ``--pair-beam-stop``) over pairs, for the
+  two-tokens-per-step orders.
 - :class:`ReorderingGenerator`: fairseq's own search for ``single_r2l``, hypotheses reversed back.
 """
 import torch
@@ -12,6 +13,8 @@ from fairseq_plugins.double_token.dataset import start_tokens
 from fairseq_plugins.double_token.reorder import TOKENS_PER_STEP, natural_indices
 from fairseq_plugins.double_token.search import SearchConfig, beam_search, greedy_search
 from fairseq_plugins_compat.errors import PluginError
+
+PAIR_BEAM_STOPS = ["nbest", "beam"]  # Algorithm 1 stops after --nbest / after --beam finished hypotheses
 
 
 def _option(args, name, default):
@@ -86,7 +89,7 @@ class ModelStepper:
 class DoubleTokenGenerator:
     """Greedy (beam 1) or Algorithm 1 pair search of one double-token model."""
 
-    def __init__(self, model, tgt_dict, order, args):
+    def __init__(self, model, tgt_dict, order, args, stop="nbest"):
         self.model = model
         model.eval()
         self.tgt_dict = tgt_dict
@@ -95,6 +98,9 @@ class DoubleTokenGenerator:
         self.symbols_to_strip_from_output = {tgt_dict.eos(), tgt_dict.bos()}
         self.beam = int(_option(args, "beam", 5))
         self.nbest = int(_option(args, "nbest", 1))
+        if stop not in PAIR_BEAM_STOPS:
+            raise PluginError(f"--pair-beam-stop must be one of {', '.join(PAIR_BEAM_STOPS)}, not {stop!r}")
+        self.stop_after = self.beam if stop == "beam" else self.nbest
         self.lenpen = 0.0 if _option(args, "unnormalized", False) else float(_option(args, "lenpen", 1.0))
         self.max_len_a = float(_option(args, "max_len_a", 0))
         self.max_len_b = int(_option(args, "max_len_b", 200))
@@ -104,7 +110,7 @@ class DoubleTokenGenerator:
         max_len = min(int(self.max_len_a * src_len + self.max_len_b), self.model.max_decoder_positions() - 1)
         banned = (self.tgt_dict.pad(), self.tgt_dict.bos())
         return SearchConfig(eod=self.eos, max_steps=max_len // 2 + 1, banned=banned,
-                            beam=self.beam, nbest=self.nbest, lenpen=self.lenpen)
+                            beam=self.beam, nbest=self.nbest, stop_after=self.stop_after, lenpen=self.lenpen)
 
     @torch.no_grad()
     def generate(self, models, sample, prefix_tokens=None, constraints=None, **kwargs):

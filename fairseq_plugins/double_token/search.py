@@ -25,8 +25,14 @@ class SearchConfig:
     max_steps: int  # pairs per hypothesis at most; the last step may only emit (EOD, EOD)
     banned: tuple = ()  # token ids never generated (pad, bos)
     beam: int = 1  # W
-    nbest: int = 1  # K: Algorithm 1 stops once K hypotheses are finished
+    nbest: int = 1  # hypotheses returned per sentence
+    stop_after: int = 0  # K: Algorithm 1 stops once K hypotheses are finished (0: K = nbest)
     lenpen: float = 1.0
+
+    @property
+    def finished_wanted(self) -> int:
+        """K, never fewer than the hypotheses returned."""
+        return max(self.stop_after, self.nbest)
 
 
 @dataclass
@@ -164,7 +170,7 @@ def _retire(beam, rows, results, cfg, stepper):
     """Drop sentences with K finished hypotheses or no live slot; reorder the stepper."""
     width = cfg.beam
     alive = torch.isfinite(beam.scores).any(dim=1).tolist()
-    keep = [s for s, sent in enumerate(beam.active) if alive[s] and len(results[sent]) < cfg.nbest]
+    keep = [s for s, sent in enumerate(beam.active) if alive[s] and len(results[sent]) < cfg.finished_wanted]
     if not keep:
         return None
     index = torch.tensor(keep, device=beam.tokens.device)
@@ -174,10 +180,10 @@ def _retire(beam, rows, results, cfg, stepper):
 
 
 def beam_search(stepper, start, bsz, cfg):
-    """Algorithm 1: beam of W pairs, 3W candidates per step, stop at K finished.
+    """Algorithm 1: beam of W pairs, 3W candidates per step, stop at K finished, return the nbest.
 
     start: LongTensor ``(s,)``. The stepper must already hold ``bsz * W`` rows (sentence
-    ``b`` in rows ``b*W .. b*W+W-1``). Returns ``bsz`` lists of up to K :class:`Finished`,
+    ``b`` in rows ``b*W .. b*W+W-1``). Returns ``bsz`` lists of up to ``nbest`` :class:`Finished`,
     best first.
     """
     width = cfg.beam

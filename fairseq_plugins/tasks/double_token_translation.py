@@ -14,6 +14,7 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_plugins.double_token.dataset import DecodingOrderDataset
 from fairseq_plugins.double_token.generator import (
+    PAIR_BEAM_STOPS,
     DoubleTokenGenerator,
     ReorderingGenerator,
     check_generation_args,
@@ -29,6 +30,13 @@ class DoubleTokenTranslationConfig(TranslationConfig):
         metadata={"help": "order the decoder emits the target in: bidirectional (the paper's head+tail pairs), "
                           "double_l2r / double_r2l (two contiguous tokens per step), "
                           "single_l2r / single_r2l (one token per step); use the same order to train and generate"},
+    )
+    pair_beam_stop: ChoiceEnum(PAIR_BEAM_STOPS) = field(
+        default="nbest",
+        metadata={"help": "when the pair beam search (--beam W > 1, two-token orders) stops: nbest = once --nbest "
+                          "hypotheses are finished (with --nbest 1 the paper's K = 1: the first finished pair "
+                          "hypothesis wins, which favours short outputs); beam = once W are finished, as "
+                          "fairseq's beam search (slower; the best of W by length-normalised score, --lenpen)"},
     )
 
 
@@ -86,7 +94,8 @@ class DoubleTokenTranslationTask(TranslationTask):
         (reversed back for ``single_r2l``) for one."""
         check_generation_args(models, args, self.target_order, extra_gen_cls_kwargs)
         if self.tokens_per_step == 2:
-            return DoubleTokenGenerator(models[0], self.tgt_dict, self.target_order, args)
+            return DoubleTokenGenerator(models[0], self.tgt_dict, self.target_order, args,
+                                        stop=str(self.cfg.pair_beam_stop))
         generator = super().build_generator(models, args, seq_gen_cls, extra_gen_cls_kwargs, **kwargs)
         if self.target_order == "single_l2r":
             return generator
