@@ -256,6 +256,28 @@ def test_measured_length_is_for_lossless_acceptance_only(beta, tau, guarded):
     assert (generator.guard is not None) == guarded and generator.cfg.adaptive
 
 
+@pytest.mark.parametrize("length, persist, adaptive, guarded", [
+    ("measured", True, True, True), ("measured", False, False, True),
+    ("adaptive", False, True, False), ("fixed", True, False, False)])
+def test_measured_length_shrinks_drafts_only_where_failures_persist(length, persist, adaptive, guarded):
+    """The default (measured) drafts the whole block with a trained drafter (failures_persist
+    False: the block drafter), adaptive length with IAD and the Jacobi family."""
+    from types import SimpleNamespace
+
+    from fairseq_plugins.decoding.builder import build_speculative
+    from fairseq_plugins.decoding.iad import SourceCopyDrafter
+    from fairseq_plugins.decoding.options import DraftLengthOptions
+    from fairseq_plugins.decoding.specdec import BlockDrafter
+
+    assert not BlockDrafter.failures_persist and SourceCopyDrafter.failures_persist
+    drafter = RandomDrafter(0, len(DICT))
+    drafter.failures_persist = persist
+    task, args = SimpleNamespace(target_dictionary=DICT), SimpleNamespace(beam=1, max_len_a=0.0, max_len_b=10)
+    generator = build_speculative(task, [build_transformer(DICT, seed=0)], args, "specdec", drafter,
+                                  DraftLengthOptions(draft_length=length), 3)
+    assert generator.cfg.adaptive == adaptive and (generator.guard is not None) == guarded
+
+
 def test_nothing_past_a_drafted_eos_or_pad_is_verified():
     """Drafts after a row's first EOS or pad cannot be accepted: the block stops at the longest
     useful draft of the batch (at batch 1: at the drafted EOS); the output is unchanged."""

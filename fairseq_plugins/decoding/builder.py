@@ -20,7 +20,8 @@ def build_speculative(task, models, args, name, drafter, opts, block_size, beta=
         raise PluginError(f"--decoding {name} verifies with one model; got an ensemble of {len(models)}")
     length = str(opts.draft_length)
     lossless = beta == 1 and tau == 0.0  # measured: SpecDec++'s output depends on the drafts, so not on timings
-    cfg = options.speculative_config(args, block_size, beta, tau, adaptive=length != "fixed",
+    adaptive = length == "adaptive" or (length == "measured" and drafter.failures_persist)
+    cfg = options.speculative_config(args, block_size, beta, tau, adaptive=adaptive,
                                      measured=length == "measured" and lossless)
     options.report_as_greedy(args, name)
     generator = SpeculativeGenerator(models[0], task.target_dictionary, drafter, cfg,

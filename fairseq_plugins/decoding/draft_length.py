@@ -1,4 +1,5 @@
-"""Adaptive draft length (``--draft-length adaptive``, the default): per row,
+"""Adaptive draft length (``--draft-length adaptive``; part of the default ``measured`` for
+drafters whose failures persist, ``Drafter.failures_persist``): per row,
 
     a fully accepted draft           -> the next draft is twice as long (at most --block-size)
     a draft rejected after n tokens  -> the next draft is n + 1 tokens long
@@ -8,7 +9,7 @@ so a row whose drafts fail drafts one token per iteration and costs about one gr
 and a row whose drafts succeed is back at full length after a few iterations.  The output
 is unchanged: the length only decides how much is offered to the verifier.
 
-``--draft-length measured`` adds :class:`DraftGuard`: a drafter that costs more than its
+``--draft-length measured`` adds :class:`DraftGuard` (to adaptive or fixed length): a drafter that costs more than its
 accepted tokens save (a weak drafter; any drafter at a large batch on a CPU, where a wider
 block multiplies the verifier's arithmetic) is switched off for the iterations where not
 drafting is measured to be faster, apart for each number of rows still decoding.

@@ -24,6 +24,9 @@ from the verifier with class attributes, and the core provides it:
         after each row's first pad or EOS, which cannot be accepted, are cut from the block
     has_prefix_cache: its first proposal after undrafted iterations feeds every token accepted
         meanwhile (``--draft-length measured`` does not time that iteration)
+    failures_persist: a rejected draft foretells that the next one fails too (a source copy
+        that diverged, Jacobi's guesses), so ``--draft-length measured`` shrinks a row's draft
+        after a rejection (adaptive length); otherwise it drafts the whole --block-size
 """
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Union
@@ -81,6 +84,7 @@ class Drafter:
     uses_verifier_encoder = False
     verify_every_column = False
     has_prefix_cache = False
+    failures_persist = True
 
     def start(self, batch: BatchStart):
         """Called once per batch, before the first ``propose``."""

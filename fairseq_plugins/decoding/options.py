@@ -14,10 +14,12 @@ REST_OF_INPUT = 1024  # "k = the rest of the input" (IAD, PJ): longer than any o
 DRAFT_LENGTH_HELP = (
     "adaptive: each row drafts up to --block-size tokens, doubling its draft after a fully accepted one "
     "and shrinking it to (accepted + 1) after a rejection (costs at most ~one greedy step when drafts fail); "
-    "fixed: always --block-size; measured (the default): adaptive, and the drafter is skipped in the iterations where "
+    "fixed: always --block-size; measured (the default): adaptive for iad and the Jacobi family (a failed draft "
+    "foretells the next one's failure), fixed for a trained drafter (its drafts fail independently: fixed was "
+    "faster on Multi30k valid), and the drafter is skipped in the iterations where "
     "not drafting is measured (tokens per second of whole iterations, re-tried at doubling intervals) to be faster, "
     "so a drafter that does not pay on this machine and batch size costs little (iteration counts then "
-    "depend on timings; the output never does: specdec++, whose output depends on the drafts, runs adaptive)"
+    "depend on timings; the output never does: specdec++, whose output depends on the drafts, is never skipped)"
 )
 
 VERIFIER_MATMUL_HELP = (
