@@ -48,10 +48,13 @@ class DraftGuard:
     catches up with every token accepted meanwhile, a one-off cost that is not what drafting
     costs.  The measurements live as long as the generator: one sentence at batch 1 is a
     few iterations.  The output is the same whichever is chosen; only the speed (and the
-    iteration counts) depend on the machine's timings.
+    iteration counts) depend on the machine's timings.  ``decay`` 0.98 remembers ~50
+    iterations: tokens per drafted iteration vary from 1 to k, and with a memory of ~10
+    (0.9) a run of short drafts switched a drafter paying 1.5x off in 17 % of the iterations
+    on Multi30k valid (batch 1; 3 % with 0.98, mostly probes).
     """
 
-    def __init__(self, probe_every: int = 16, max_interval: int = 128, decay: float = 0.9, probe_length: int = 2,
+    def __init__(self, probe_every: int = 16, max_interval: int = 128, decay: float = 0.98, probe_length: int = 2,
                  skip_catch_up: bool = False, clock=time.perf_counter):
         self.settings = dict(probe_every=probe_every, max_interval=max_interval, decay=decay,
                              probe_length=probe_length)
