@@ -123,6 +123,13 @@ def test_systems_benchmark_side_by_side(reverse_data, bidirectional_checkpoint, 
                          "--max-sentences", "8", "--warmup", "0", "--no-progress-bar", "--nbest-equal-beam"])
     assert wide["rows"][0]["nbest"] == 2 and rows["pairs", 2]["nbest"] == 1
     assert wide["rows"][0]["mean_iterations"] >= rows["pairs", 2]["mean_iterations"]
+    # the same stopping rule with one hypothesis returned: the task's --pair-beam-stop beam
+    best_of_w = systems.main([str(reverse_data), "--system", f"pairs={bidirectional_checkpoint}", "--beams", "2",
+                              "--max-sentences", "8", "--warmup", "0", "--no-progress-bar", "--pair-beam-stop", "beam",
+                              "--out-md", str(out / "stop.md")])
+    assert best_of_w["settings"]["pair_beam_stop"] == "beam" and result["settings"]["pair_beam_stop"] == "nbest"
+    assert best_of_w["rows"][0]["mean_iterations"] == wide["rows"][0]["mean_iterations"]
+    assert "--pair-beam-stop beam" in (out / "stop.md").read_text()
 
 
 def test_systems_benchmark_bad_input(reverse_data, tiny_checkpoint, tmp_path):

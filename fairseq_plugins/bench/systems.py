@@ -213,15 +213,29 @@ def benchmark(args, extra) -> dict:
     settings = {"data": args.data, "gen_subset": args.gen_subset, "sentences": len(ids), "warmup": args.warmup,
                 "rounds": len(interleaved_chunks(systems[0].rows[0].batches, args.rounds)),
                 "batch_size": args.batch_size, "beams": args.beams, "nbest_equal_beam": args.nbest_equal_beam,
+                "pair_beam_stop": pair_beam_stop([engine for engine, _ in loaded]),
                 "baseline": args.baseline,
                 "systems": dict(args.systems), "post_process": args.post_process, "fairseq_args": extra}
     return {"hardware": {**hardware(args.device, args.threads), "fp16": args.fp16}, "settings": settings,
             "rows": rows}
 
 
-NBEST_NOTE = {False: "--nbest 1 (the double-token search stops at its first finished hypothesis, the paper's K = 1; "
-                    "fairseq's beam search always finishes W)",
-              True: "--nbest = beam (every search finishes W hypotheses)"}
+def pair_beam_stop(engines) -> str:
+    """The double-token systems' ``--pair-beam-stop`` (None: no double-token system)."""
+    stops = {str(engine.task.cfg.pair_beam_stop) for engine in engines if hasattr(engine.task.cfg, "pair_beam_stop")}
+    return stops.pop() if stops else None
+
+
+def stop_note(settings: dict) -> str:
+    """How the beam searches stopped, for the table's setting line."""
+    if settings["nbest_equal_beam"]:
+        return "--nbest = beam (every search finishes W hypotheses)"
+    if settings.get("pair_beam_stop") is None:
+        return "--nbest 1"
+    if settings["pair_beam_stop"] == "beam":
+        return "--pair-beam-stop beam (the double-token search finishes W hypotheses and returns the best, as fairseq's)"
+    return ("--nbest 1, --pair-beam-stop nbest (the double-token search stops at its first finished hypothesis, "
+            "the paper's K = 1; fairseq's beam search always finishes W)")
 COLUMNS = ("system", "order", "beam", "BLEU", "ΔBLEU", "median ms", "p90 ms", "tokens/s", "tokens/s ratio",
            "median speedup", "steps / sent.")
 
@@ -238,7 +252,7 @@ def markdown(result: dict) -> str:
              f"**Setting:** `{s['data']}` ({s['gen_subset']}, {s['sentences']} sentences), batch {s['batch_size']}, "
              f"warm-up {s['warmup']} sentences; BLEU: sacreBLEU on detokenized output; tokens/s: output subword "
              f"tokens / total decoding time; ratios and ΔBLEU: vs `{s['baseline']}` at the same beam; "
-             f"{NBEST_NOTE[s['nbest_equal_beam']]}; the rows take turns in {s['rounds']} round(s), each decoding the "
+             f"{stop_note(s)}; the rows take turns in {s['rounds']} round(s), each decoding the "
              "same interleaved chunk of the sentences per round (a drifting machine speed slows every row alike); "
              "in brackets: the lowest and highest per-round tokens/s ratio.", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
