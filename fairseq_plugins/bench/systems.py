@@ -39,8 +39,8 @@ def get_parser() -> argparse.ArgumentParser:
     add("--baseline", help="NAME of the system the speed ratios are relative to (default: the first)")
     add("--beams", default="1,5", help="comma-separated beam sizes to decode every system with")
     add("--nbest-equal-beam", action="store_true",
-        help="decode with --nbest equal to the beam size: the double-token search (Algorithm 1) then stops once W "
-             "hypotheses are finished, as fairseq's beam search always does, instead of the paper's K = 1")
+        help="decode with --nbest equal to the beam size (BLEU of the best; the double-token search then finishes "
+             "W hypotheses whatever its --pair-beam-stop)")
     add("--batch-size", type=int, default=1, help="sentences per batch (1: latency setting)")
     add_shared_options(add)
     return parser

@@ -89,7 +89,7 @@ class ModelStepper:
 class DoubleTokenGenerator:
     """Greedy (beam 1) or Algorithm 1 pair search of one double-token model."""
 
-    def __init__(self, model, tgt_dict, order, args, stop="nbest"):
+    def __init__(self, model, tgt_dict, order, args, stop="beam"):
         self.model = model
         model.eval()
         self.tgt_dict = tgt_dict

@@ -32,11 +32,12 @@ class DoubleTokenTranslationConfig(TranslationConfig):
                           "single_l2r / single_r2l (one token per step); use the same order to train and generate"},
     )
     pair_beam_stop: ChoiceEnum(PAIR_BEAM_STOPS) = field(
-        default="nbest",
-        metadata={"help": "when the pair beam search (--beam W > 1, two-token orders) stops: nbest = once --nbest "
-                          "hypotheses are finished (with --nbest 1 the paper's K = 1: the first finished pair "
-                          "hypothesis wins, which favours short outputs); beam = once W are finished, as "
-                          "fairseq's beam search (slower; the best of W by length-normalised score, --lenpen)"},
+        default="beam",
+        metadata={"help": "when the pair beam search (--beam W > 1, two-token orders) stops: beam (the default) = "
+                          "once W hypotheses are finished, as fairseq's beam search, returning the best by "
+                          "length-normalised score (--lenpen); nbest = once --nbest are finished (with --nbest 1 "
+                          "the paper's K = 1: the first finished pair hypothesis wins; faster, but it favours short "
+                          "outputs: on Multi30k valid beam 5 then scored below greedy)"},
     )
 
 
