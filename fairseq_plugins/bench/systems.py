@@ -18,7 +18,7 @@ import argparse
 import os
 import sys
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
@@ -220,7 +220,7 @@ def benchmark(args, extra) -> dict:
             "rows": rows}
 
 
-def pair_beam_stop(engines) -> str:
+def pair_beam_stop(engines) -> Optional[str]:
     """The double-token systems' ``--pair-beam-stop`` (None: no double-token system)."""
     stops = {str(engine.task.cfg.pair_beam_stop) for engine in engines if hasattr(engine.task.cfg, "pair_beam_stop")}
     return stops.pop() if stops else None
@@ -236,6 +236,8 @@ def stop_note(settings: dict) -> str:
         return "--pair-beam-stop beam (the double-token search finishes W hypotheses and returns the best, as fairseq's)"
     return ("--nbest 1, --pair-beam-stop nbest (the double-token search stops at its first finished hypothesis, "
             "the paper's K = 1; fairseq's beam search always finishes W)")
+
+
 COLUMNS = ("system", "order", "beam", "BLEU", "ΔBLEU", "median ms", "p90 ms", "tokens/s", "tokens/s ratio",
            "median speedup", "steps / sent.")
 
