@@ -260,7 +260,7 @@ def test_draft_guard_chooses_apart_for_each_number_of_rows():
 
 @pytest.mark.parametrize("beta, tau, guarded", [(1, 0.0, True), (3, 1.0, False), (1, 0.5, False)])
 def test_measured_length_is_for_lossless_acceptance_only(beta, tau, guarded):
-    """SpecDec++'s output depends on the drafts: timings must not decide them (it runs adaptive)."""
+    """SpecDec++'s output depends on the drafts: timings must not decide them (no guard)."""
     from types import SimpleNamespace
 
     from fairseq_plugins.decoding.builder import build_speculative

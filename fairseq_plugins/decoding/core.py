@@ -42,7 +42,7 @@ class SpeculativeConfig:
 
     block_size: int  # k: tokens drafted per iteration (the most, when adaptive)
     adaptive: bool = False  # per-row draft length (see draft_length)
-    measured: bool = False  # adaptive + draft only while measured to pay (draft_length.DraftGuard)
+    measured: bool = False  # draft only while measured to pay (draft_length.DraftGuard)
     beta: int = 1  # SpecDec++ top-beta (1 with tau 0: vanilla, lossless)
     tau: float = 0.0  # SpecDec++ log-probability tolerance
     max_len_a: float = 0.0
