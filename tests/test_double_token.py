@@ -14,6 +14,7 @@ from fairseq.data import Dictionary, LanguagePairDataset
 from fairseq.models import ARCH_CONFIG_REGISTRY
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 from fairseq_plugins.double_token.dataset import DECODING_TARGET, DecodingOrderDataset
+from fairseq_plugins.decoding.fast_decoder import packed_available
 from fairseq_plugins.double_token.generator import DoubleTokenGenerator
 from fairseq_plugins.double_token.reorder import (
     TARGET_ORDERS,
@@ -208,7 +209,7 @@ def test_generator_hypotheses_and_batching(order, beam):
     src, src_lengths, _ = _inputs(model, bsz=3, src_len=7, seed=order.__len__() + beam)
     args = argparse.Namespace(beam=beam, nbest=beam, max_len_a=0, max_len_b=9, lenpen=1.0)
     generator = task.build_generator([model], args)
-    assert isinstance(generator, DoubleTokenGenerator)
+    assert isinstance(generator.generator, DoubleTokenGenerator)  # in a PackedLinearsGenerator
     batch = generator.generate([model], {"net_input": {"src_tokens": src, "src_lengths": src_lengths}})
     for i, hyps in enumerate(batch):
         length = int(src_lengths[i])
@@ -249,3 +250,27 @@ def test_single_r2l_uses_fairseq_search_reversed_back():
             assert mine["tokens"].tolist() == theirs["tokens"][:-1].flip(0).tolist() + [EOD]
             assert torch.equal(mine["positional_scores"][:-1], theirs["positional_scores"][:-1].flip(0))
             assert float(mine["score"]) == float(theirs["score"])
+
+
+@pytest.mark.skipif(not packed_available(), reason="this PyTorch has no oneDNN packed linear")
+@pytest.mark.parametrize("order", ["bidirectional", "single_l2r"])
+def test_packed_linears_run_while_generating_only(order):
+    """--packed-linears auto: float32 linear layers run packed during ``generate`` and are the
+    modules' own again after; the hypotheses are those of --packed-linears off."""
+    task, model = build(order, dtype=torch.float32)
+    src, src_lengths, _ = _inputs(model)
+    sample = {"net_input": {"src_tokens": src, "src_lengths": src_lengths}}
+    args = argparse.Namespace(beam=3, nbest=3, max_len_b=8)
+    fc1 = model.decoder.layers[0].fc1
+    packed_calls = []
+    fc1.register_forward_hook(lambda module, inputs, output: packed_calls.append("forward" in vars(module)))
+    packed = task.build_generator([model], args).generate([model], sample)
+    assert packed_calls and all(packed_calls)
+    assert "forward" not in vars(fc1)
+    task.cfg.packed_linears = "off"
+    packed_calls.clear()
+    plain = task.build_generator([model], args).generate([model], sample)
+    assert packed_calls and not any(packed_calls)
+    for ours, theirs in zip(packed, plain):
+        assert [h["tokens"].tolist() for h in ours] == [h["tokens"].tolist() for h in theirs]
+        assert [float(h["score"]) for h in ours] == pytest.approx([float(h["score"]) for h in theirs], rel=1e-5)

@@ -17,6 +17,7 @@ linear projections, ``q *= head_dim ** -0.5`` before ``bmm(q, k^T)``, -inf maski
 softmax in float32, ``bmm(probs, v)``, output projection; the layer's residuals and
 layer norms as configured (pre- or post-norm).  Dropout is the identity (eval).
 """
+import contextlib
 import warnings
 from typing import Callable, List, Optional, Tuple
 
@@ -135,6 +136,29 @@ class PackedLinears:
                 return F.linear(x, weight, bias)
             return torch.ops.mkldnn._linear_pointwise(x.contiguous(), packed, bias, "none", [], "")
         return linear
+
+
+@contextlib.contextmanager
+def packed_linears(models: List[nn.Module], linears: PackedLinears):
+    """Within the block, every plain ``nn.Linear`` of ``models`` whose weight is float32 on
+    a CPU runs as ``linears(module)`` (its weight packed once, one row kept on ``F.linear``);
+    the modules' own ``forward`` is back on exit.  For inference: the packed product has no
+    gradient for the weight.  fairseq's encoder self-attention, which reads its projection
+    weights directly (``F.multi_head_attention_forward``), is unchanged."""
+    patched = []
+    if packed_available():
+        for model in models:
+            for module in model.modules():
+                weight = getattr(module, "weight", None)
+                if type(module) is nn.Linear and "forward" not in vars(module) and \
+                        weight.device.type == "cpu" and weight.dtype == torch.float32:
+                    module.forward = linears(module)
+                    patched.append(module)
+    try:
+        yield len(patched)
+    finally:
+        for module in patched:
+            del module.forward
 
 
 def int8_available() -> bool:

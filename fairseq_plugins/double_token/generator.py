@@ -6,15 +6,19 @@ hypothesis dicts (``tokens`` in natural order ending with eos, ``score``,
   after ``--nbest`` or W finished hypotheses: ``--pair-beam-stop``) over pairs, for the
   two-tokens-per-step orders.
 - :class:`ReorderingGenerator`: fairseq's own search for ``single_r2l``, hypotheses reversed back.
+- :class:`PackedLinearsGenerator`: any of them (or fairseq's own) with the models' linear
+  layers packed for the CPU (``--packed-linears``).
 """
 import torch
 
+from fairseq_plugins.decoding.fast_decoder import PackedLinears, packed_linears
 from fairseq_plugins.double_token.dataset import start_tokens
 from fairseq_plugins.double_token.reorder import TOKENS_PER_STEP, natural_indices
 from fairseq_plugins.double_token.search import SearchConfig, beam_search, greedy_search
 from fairseq_plugins_compat.errors import PluginError
 
 PAIR_BEAM_STOPS = ["nbest", "beam"]  # Algorithm 1 stops after --nbest / after --beam finished hypotheses
+PACKED_LINEARS = ["auto", "off"]  # --packed-linears
 
 
 def _option(args, name, default):
@@ -164,3 +168,24 @@ class ReorderingGenerator:
         if hypo.get("attention") is not None and hypo["attention"].numel():
             restored["attention"] = hypo["attention"][:, order.to(hypo["attention"].device)]
         return restored
+
+
+class PackedLinearsGenerator:
+    """Runs a generator with the models' float32 linear layers packed for the CPU
+    (``fast_decoder.packed_linears``): on a few rows at a time (a beam, a token pair) PyTorch's
+    ``F.linear`` re-arranges the whole weight on every call, which costs the two-tokens-per-step
+    search most of its advantage over one token per step on a CPU.  One-row products (greedy
+    one token per step) are unchanged; others can differ from ``F.linear``'s in the last bits.
+    Every other attribute is the wrapped generator's."""
+
+    def __init__(self, generator, models):
+        self.generator = generator
+        self.models = list(models)
+        self.linears = PackedLinears()  # packed once; again when a weight changes (training)
+
+    def __getattr__(self, name):
+        return getattr(self.generator, name)
+
+    def generate(self, models, sample, **kwargs):
+        with packed_linears(self.models, self.linears):
+            return self.generator.generate(models, sample, **kwargs)
