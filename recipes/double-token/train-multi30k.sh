@@ -10,8 +10,9 @@
 #                                              # all systems of the paper's Table 2 (but Mask-Predict)
 #   CONVERGE=1 EVALUATE=1 bash recipes/double-token/train-multi30k.sh   # to convergence (patience 10, average
 #                                              # of the 10 best), BLEU curves in SAVE_ROOT/bleu-curves.png
-#   DATA=$RUNS/multi30k/distilled/bin SAVE_ROOT=$RUNS/multi30k/double-token-distilled CONVERGE=1 EVALUATE=1 \
-#     bash recipes/double-token/train-multi30k.sh  # the same on the verifier's distillation (the paper's remark)
+#   TRAIN_DATA=$RUNS/multi30k/distilled/bin SAVE_ROOT=$RUNS/multi30k/double-token-distilled CONVERGE=1 EVALUATE=1 \
+#     bash recipes/double-token/train-multi30k.sh  # trained on the verifier's distillation (the paper's remark),
+#                                              # validated and tested on DATA's references
 #   DRY_RUN=1 DATA=<small binarized dir> SRC=src TGT=tgt REMOVE_BPE=none bash recipes/double-token/train-multi30k.sh
 # Every option below is an env var. Extra fairseq-train options: append after the script name.
 # An order whose SAVE_ROOT/ORDER/training.done exists is not trained again (delete it to train on:
@@ -21,6 +22,8 @@ main() {
   . "$(dirname "$0")/../lib/common.sh"
   # data / output
   DATA=${DATA:-$RUNS/multi30k/bin}             # fairseq-preprocess output (joined dictionary)
+  TRAIN_DATA=${TRAIN_DATA:-}                   # a binarized dir whose train split replaces DATA's (same dictionaries;
+                                               # valid/test stay DATA's references): SAVE_ROOT/data links both
   SRC=${SRC:-en}; TGT=${TGT:-de}
   SAVE_ROOT=${SAVE_ROOT:-$RUNS/multi30k/double-token}   # one sub-directory per order
   ORDERS=${ORDERS:-bidirectional single_l2r}   # --target-order of each system, trained in turn
@@ -64,6 +67,7 @@ main() {
   fi
   export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
   all_exist "$DATA/dict.$SRC.txt" "$DATA/dict.$TGT.txt" || die "no binarized data in DATA=$DATA (recipes/data/prepare-multi30k.sh)"
+  if [ -n "$TRAIN_DATA" ]; then DATA=$(train_split_from "$TRAIN_DATA"); fi
   local order
   for order in $ORDERS; do train_one "$order" "$@"; done
   if [ "$CONVERGE" = 1 ]; then
@@ -71,6 +75,22 @@ main() {
     plot_curves
   fi
   if [ "$EVALUATE" = 1 ]; then evaluate; fi
+}
+
+# train_split_from DIR: SAVE_ROOT/data = DATA with its train split replaced by DIR's (symbolic links); prints its path
+train_split_from() {
+  local dir=$1 mixed=$SAVE_ROOT/data lang file
+  for lang in "$SRC" "$TGT"; do
+    all_exist "$dir/dict.$lang.txt" || die "TRAIN_DATA=$dir: no dict.$lang.txt (a fairseq-preprocess output directory)"
+    cmp -s "$dir/dict.$lang.txt" "$DATA/dict.$lang.txt" || die "TRAIN_DATA=$dir: dict.$lang.txt differs from DATA's ($DATA)"
+  done
+  all_exist "$dir/train.$SRC-$TGT.$SRC.bin" "$dir/train.$SRC-$TGT.$TGT.bin" || die "TRAIN_DATA=$dir has no train.$SRC-$TGT split"
+  mkdir -p "$mixed"
+  for file in "$DATA"/*; do
+    case $(basename "$file") in train.*) ;; *) ln -sfn "$(readlink -f "$file")" "$mixed/$(basename "$file")" ;; esac
+  done
+  for file in "$dir"/train.*; do ln -sfn "$(readlink -f "$file")" "$mixed/$(basename "$file")"; done
+  echo "$mixed"
 }
 
 # average_best ORDER: SAVE_ROOT/ORDER/checkpoint_avg_best.pt = the mean of its kept best checkpoints
