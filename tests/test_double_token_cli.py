@@ -192,3 +192,34 @@ def test_multi30k_recipe_converge_dry_run(reverse_data, tmp_path):
         assert re.search(rf"^{order}: epoch 1 \(\d+ updates\) [\d.]+, epoch 2 ", proc.stdout, re.M), proc.stdout[-3000:]
     assert (tmp_path / "bleu-curves.png").read_bytes()[:4] == b"\x89PNG"
     assert "checkpoint_avg_best.pt" in (tmp_path / "results.json").read_text()
+
+
+def test_multi30k_recipe_train_data_replaces_the_train_split_only(reverse_data, tmp_path):
+    """TRAIN_DATA (e.g. a distillation): trained on its train split, validated on DATA's references;
+    another dictionary is refused in one line."""
+    import os
+    import shutil
+    import subprocess
+
+    from conftest import BIN_DIR, REPO
+
+    distilled = tmp_path / "distilled"
+    shutil.copytree(reverse_data, distilled)
+    env = {**os.environ, "DRY_RUN": "1", "DATA": str(reverse_data), "TRAIN_DATA": str(distilled), "SRC": "src",
+           "TGT": "tgt", "REMOVE_BPE": "none", "ORDERS": "bidirectional", "SAVE_ROOT": str(tmp_path / "runs"),
+           "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
+    script = str(REPO / "recipes" / "double-token" / "train-multi30k.sh")
+    run = lambda: subprocess.run(["bash", script], env=env, text=True, stdout=subprocess.PIPE,  # noqa: E731
+                                 stderr=subprocess.STDOUT, timeout=600)
+    proc = run()
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    mixed = tmp_path / "runs" / "data"
+    assert (tmp_path / "runs" / "bidirectional" / "checkpoint2.pt").exists()
+    assert f"on {mixed} ->" in proc.stdout
+    for name in ("train.src-tgt.tgt.bin", "valid.src-tgt.tgt.bin", "dict.tgt.txt"):
+        source = distilled if name.startswith("train.") else reverse_data
+        assert (mixed / name).resolve() == (source / name).resolve(), name
+    with open(distilled / "dict.tgt.txt", "a") as extra:
+        extra.write("newword 1\n")
+    refused = run()
+    assert refused.returncode != 0 and "dict.tgt.txt differs from DATA's" in refused.stdout
