@@ -125,6 +125,7 @@ def test_systems_benchmark_side_by_side(reverse_data, bidirectional_checkpoint, 
     assert wide["rows"][0]["mean_iterations"] >= rows["pairs", 2]["mean_iterations"]
     # the default stopping rule (--pair-beam-stop beam) finishes W too; the paper's K = 1 stops earlier
     assert result["settings"]["pair_beam_stop"] == "beam" and "--pair-beam-stop beam" in (out / "s.md").read_text()
+    assert result["settings"]["packed_linears"] == "auto" and "--packed-linears auto" in (out / "s.md").read_text()
     assert rows["pairs", 2]["mean_iterations"] == wide["rows"][0]["mean_iterations"]
     first = systems.main([str(reverse_data), "--system", f"pairs={bidirectional_checkpoint}", "--beams", "2",
                           "--max-sentences", "8", "--warmup", "0", "--no-progress-bar", "--pair-beam-stop", "nbest",

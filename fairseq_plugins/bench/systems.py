@@ -213,17 +213,29 @@ def benchmark(args, extra) -> dict:
     settings = {"data": args.data, "gen_subset": args.gen_subset, "sentences": len(ids), "warmup": args.warmup,
                 "rounds": len(interleaved_chunks(systems[0].rows[0].batches, args.rounds)),
                 "batch_size": args.batch_size, "beams": args.beams, "nbest_equal_beam": args.nbest_equal_beam,
-                "pair_beam_stop": pair_beam_stop([engine for engine, _ in loaded]),
+                "pair_beam_stop": double_token_option([engine for engine, _ in loaded], "pair_beam_stop"),
+                "packed_linears": double_token_option([engine for engine, _ in loaded], "packed_linears"),
                 "baseline": args.baseline,
                 "systems": dict(args.systems), "post_process": args.post_process, "fairseq_args": extra}
     return {"hardware": {**hardware(args.device, args.threads), "fp16": args.fp16}, "settings": settings,
             "rows": rows}
 
 
-def pair_beam_stop(engines) -> Optional[str]:
-    """The double-token systems' ``--pair-beam-stop`` (None: no double-token system)."""
-    stops = {str(engine.task.cfg.pair_beam_stop) for engine in engines if hasattr(engine.task.cfg, "pair_beam_stop")}
-    return stops.pop() if stops else None
+def double_token_option(engines, name: str) -> Optional[str]:
+    """The double-token systems' task option ``name`` (e.g. ``pair_beam_stop``; one value, the
+    command line's, for all of them; None: no double-token system)."""
+    values = {str(getattr(engine.task.cfg, name)) for engine in engines if hasattr(engine.task.cfg, name)}
+    return values.pop() if values else None
+
+
+def packed_note(settings: dict) -> str:
+    """Which matrix products the double-token task ran, for the table's setting line."""
+    packed = settings.get("packed_linears")
+    if packed is None:
+        return ""
+    if packed == "off":
+        return "; --packed-linears off (F.linear throughout)"
+    return "; --packed-linears auto (float32 products over several rows with weights packed once, every system alike)"
 
 
 def stop_note(settings: dict) -> str:
@@ -254,7 +266,7 @@ def markdown(result: dict) -> str:
              f"**Setting:** `{s['data']}` ({s['gen_subset']}, {s['sentences']} sentences), batch {s['batch_size']}, "
              f"warm-up {s['warmup']} sentences; BLEU: sacreBLEU on detokenized output; tokens/s: output subword "
              f"tokens / total decoding time; ratios and ΔBLEU: vs `{s['baseline']}` at the same beam; "
-             f"{stop_note(s)}; the rows take turns in {s['rounds']} round(s), each decoding the "
+             f"{stop_note(s)}{packed_note(s)}; the rows take turns in {s['rounds']} round(s), each decoding the "
              "same interleaved chunk of the sentences per round (a drifting machine speed slows every row alike); "
              "in brackets: the lowest and highest per-round tokens/s ratio.", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
