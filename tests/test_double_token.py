@@ -274,3 +274,28 @@ def test_packed_linears_run_while_generating_only(order):
     for ours, theirs in zip(packed, plain):
         assert [h["tokens"].tolist() for h in ours] == [h["tokens"].tolist() for h in theirs]
         assert [float(h["score"]) for h in ours] == pytest.approx([float(h["score"]) for h in theirs], rel=1e-5)
+
+
+@pytest.mark.skipif(not packed_available(), reason="this PyTorch has no oneDNN packed linear")
+def test_validation_generator_packs_the_weights_of_each_validation():
+    """--eval-bleu's generator (built with the model) repacks on every generate: an optimizer
+    step changes the weights through ``.data``, which no version stamp sees."""
+    dictionary = _dictionary()
+    cfg = DoubleTokenTranslationConfig(data="", source_lang="src", target_lang="tgt", eval_bleu=True,
+                                       eval_bleu_detok="space", eval_bleu_args='{"beam": 2}')
+    task = DoubleTokenTranslationTask(cfg, dictionary, dictionary)
+    args = argparse.Namespace(arch="double_token_transformer_tiny", share_all_embeddings=True, dropout=0.0)
+    ARCH_CONFIG_REGISTRY[args.arch](args)
+    torch.manual_seed(0)
+    model = task.build_model(args).float().eval()
+    src, src_lengths, _ = _inputs(model)
+    sample = {"net_input": {"src_tokens": src, "src_lengths": src_lengths}}
+    validation = task.sequence_generator
+    validation.generate([model], sample)  # packs the weights as they are now
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.data.add_(torch.randn_like(parameter), alpha=0.5)  # as an optimizer step does
+    task.cfg.packed_linears = "off"
+    plain = task.build_generator([model], argparse.Namespace(beam=2))
+    expected = [[h["tokens"].tolist() for h in hyps] for hyps in plain.generate([model], sample)]
+    assert [[h["tokens"].tolist() for h in hyps] for hyps in validation.generate([model], sample)] == expected

@@ -113,7 +113,9 @@ class PackedLinears:
     rows: ~0.3 ms instead of ~1.1 ms on the reference CPU).  One row keeps ``F.linear``
     (fairseq's own call for one token).  Float32 throughout: results can differ from
     ``F.linear``'s in the last bits (another summation order), as ``F.linear``'s own do between
-    one row and a block.  Each module is packed once, and again if its weight changes; other
+    one row and a block.  Each module is packed once, and again if its weight is replaced or
+    changed in place as a tensor (its version counter); a change through ``.data`` (what
+    optimizers do) is not seen: take a new ``PackedLinears`` after training steps.  Other
     dtypes and devices keep ``F.linear``."""
 
     PACKED_FOR_ROWS = 64  # oneDNN's layout hint (a typical number of rows)

@@ -176,16 +176,23 @@ class PackedLinearsGenerator:
     ``F.linear`` re-arranges the whole weight on every call, which cost the two-tokens-per-step
     greedy search a third of its speed on a CPU (README: Results).  One-row products (greedy
     one token per step) are unchanged; others can differ from ``F.linear``'s in the last bits.
-    Every other attribute is the wrapped generator's."""
+    Every other attribute is the wrapped generator's.
 
-    def __init__(self, generator, models):
+    Weights are packed once, for inference.  ``repack`` (the validation generator of a training
+    run) packs them afresh on every ``generate``: an optimizer updates a weight through
+    ``.data``, which leaves the version stamp that ``PackedLinears`` checks unchanged."""
+
+    def __init__(self, generator, models, repack: bool = False):
         self.generator = generator
         self.models = list(models)
-        self.linears = PackedLinears()  # packed once; again when a weight changes (training)
+        self.repack = repack
+        self.linears = PackedLinears()
 
     def __getattr__(self, name):
         return getattr(self.generator, name)
 
     def generate(self, models, sample, **kwargs):
+        if self.repack:
+            self.linears = PackedLinears()
         with packed_linears(self.models, self.linears):
             return self.generator.generate(models, sample, **kwargs)

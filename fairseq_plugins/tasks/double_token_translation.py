@@ -92,6 +92,8 @@ class DoubleTokenTranslationTask(TranslationTask):
         if not isinstance(model, DoubleTokenTransformerModel):
             raise PluginError(f"--task double_token_translation needs --arch double_token_transformer*, "
                               f"not {type(model).__name__}")
+        if isinstance(getattr(self, "sequence_generator", None), PackedLinearsGenerator):
+            self.sequence_generator.repack = True  # --eval-bleu's: the weights change between validations
         return model
 
     def reduce_metrics(self, logging_outputs, criterion):
