@@ -185,3 +185,36 @@ def test_verifier_matmul_option_chooses_the_products():
     assert isinstance(auto, PackedLinears) if packed_available() else auto is float_linear
     for name in ("specdec", "specdec++", "iad", "jacobi", "gs-jacobi", "hybrid-jacobi"):
         assert "verifier_matmul" in DECODERS[name].option_names()
+
+
+@pytest.mark.skipif(not packed_available(), reason="no oneDNN packed linear")
+def test_eval_bleu_generator_packs_the_weights_of_each_validation(tmp_path):
+    """``--task speculative_translation --decoding iad --eval-bleu``: the validation generator,
+    built with the model, repacks the verifier on every generate (an optimizer step changes the
+    weights through ``.data``, which no version stamp sees); it then decodes as a fresh one."""
+    from fairseq import tasks
+    from omegaconf import OmegaConf
+
+    dictionary = make_dictionary()
+    for lang in ("src", "tgt"):
+        dictionary.save(str(tmp_path / f"dict.{lang}.txt"))
+    task = tasks.setup_task(OmegaConf.create({
+        "_name": "speculative_translation", "data": str(tmp_path), "source_lang": "src", "target_lang": "tgt",
+        "decoding": "iad", "eval_bleu": True, "eval_bleu_detok": "space", "eval_bleu_args": '{"max_len_b": 12}'}))
+    args = argparse.Namespace(arch="transformer", encoder_layers=2, decoder_layers=2, encoder_embed_dim=32,
+                              decoder_embed_dim=32, encoder_ffn_embed_dim=64, decoder_ffn_embed_dim=64,
+                              encoder_attention_heads=2, decoder_attention_heads=2, share_all_embeddings=True,
+                              dropout=0.0, max_source_positions=64, max_target_positions=64)
+    base_architecture(args)
+    torch.manual_seed(0)
+    model = task.build_model(args).float().eval()
+    validation = task.sequence_generator
+    assert validation.repack and isinstance(validation.verifier_linear, PackedLinears)
+    sample = make_batch(task.target_dictionary, [5, 7, 6, 4])
+    validation.generate([model], sample)  # packs the weights as they are now
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.data.add_(torch.randn_like(parameter), alpha=0.5)  # as an optimizer step does
+    fresh = task.build_generator([model], argparse.Namespace(max_len_b=12))
+    expected = [hyps[0]["tokens"].tolist() for hyps in fresh.generate([model], sample)]
+    assert [hyps[0]["tokens"].tolist() for hyps in validation.generate([model], sample)] == expected

@@ -9,6 +9,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_plugins.decoding import options
+from fairseq_plugins.decoding.core import SpeculativeGenerator
 from fairseq_plugins.decoding.registry import DECODERS, decoder_names, option_fields
 from fairseq_plugins_compat.errors import PluginError
 
@@ -52,6 +53,12 @@ class SpeculativeTranslationTask(TranslationTask):
                 raise
             plain = re.sub(r"np\.\w+\(([^()]*)\)", r"\1", str(error))  # numpy scalar reprs -> numbers
             raise PluginError(f"input longer than the models' max positions: {plain}") from None
+
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        if isinstance(getattr(self, "sequence_generator", None), SpeculativeGenerator):
+            self.sequence_generator.repack = True  # --eval-bleu's: the weights change between validations
+        return model
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
         decoding = str(getattr(args, "decoding", None) or self.cfg.decoding)
