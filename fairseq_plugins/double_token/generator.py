@@ -182,10 +182,10 @@ class PackedLinearsGenerator:
     run) packs them afresh on every ``generate``: an optimizer updates a weight through
     ``.data``, which leaves the version stamp that ``PackedLinears`` checks unchanged."""
 
-    def __init__(self, generator, models, repack: bool = False):
+    def __init__(self, generator, models):
         self.generator = generator
         self.models = list(models)
-        self.repack = repack
+        self.repack = False
         self.linears = PackedLinears()
 
     def __getattr__(self, name):
