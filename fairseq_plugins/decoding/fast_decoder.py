@@ -157,7 +157,7 @@ def packed_linears(models: List[nn.Module], linears: PackedLinears):
                     module.forward = linears(module)
                     patched.append(module)
     try:
-        yield len(patched)
+        yield
     finally:
         for module in patched:
             del module.forward
