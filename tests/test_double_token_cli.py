@@ -181,12 +181,20 @@ def test_multi30k_recipe_converge_dry_run(reverse_data, tmp_path):
 
     from conftest import BIN_DIR, REPO
 
+    from fairseq_plugins.tasks.cpu_autocast import bf16_supported
+
+    autocast = "bf16" if bf16_supported() else "off"
     env = {**os.environ, "DRY_RUN": "1", "CONVERGE": "1", "DATA": str(reverse_data), "SRC": "src", "TGT": "tgt",
            "REMOVE_BPE": "none", "EVALUATE": "1", "ORDERS": "bidirectional single_l2r", "SAVE_ROOT": str(tmp_path),
-           "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
-    proc = subprocess.run(["bash", str(REPO / "recipes" / "double-token" / "train-multi30k.sh")], env=env, text=True,
+           "AUTOCAST": autocast, "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
+    script = str(REPO / "recipes" / "double-token" / "train-multi30k.sh")
+    refused = subprocess.run(["bash", script], env={**env, "AUTOCAST": "fp8"}, text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, timeout=600)
+    assert refused.returncode != 0 and "AUTOCAST must be off|bf16" in refused.stdout
+    proc = subprocess.run(["bash", script], env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:]
+    assert f"'cpu_autocast': {autocast}" in proc.stdout
     for order in ("bidirectional", "single_l2r"):
         assert len(list((tmp_path / order).glob("checkpoint.best_bleu_*.pt"))) == 2  # AVERAGE_BEST in a dry run
         assert (tmp_path / order / "checkpoint_avg_best.pt").exists()

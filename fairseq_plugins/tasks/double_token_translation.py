@@ -22,6 +22,7 @@ from fairseq_plugins.double_token.generator import (
     check_generation_args,
 )
 from fairseq_plugins.double_token.reorder import TARGET_ORDERS, TOKENS_PER_STEP
+from fairseq_plugins.tasks.cpu_autocast import CPU_AUTOCAST, CpuAutocastTraining, cpu_autocast_field
 from fairseq_plugins_compat.errors import PluginError
 
 
@@ -50,6 +51,7 @@ class DoubleTokenTranslationConfig(TranslationConfig):
                           "tokens/s); one-row products (one-token greedy) are unchanged, others may differ in the "
                           "last bits; off: F.linear throughout"},
     )
+    cpu_autocast: ChoiceEnum(CPU_AUTOCAST) = cpu_autocast_field()
 
 
 def _valid_bleu(meters) -> float:
@@ -66,7 +68,7 @@ def _valid_bleu(meters) -> float:
 
 
 @register_task("double_token_translation", dataclass=DoubleTokenTranslationConfig)
-class DoubleTokenTranslationTask(TranslationTask):
+class DoubleTokenTranslationTask(CpuAutocastTraining, TranslationTask):
     """Translation whose decoder emits the target in ``--target-order``; hypotheses come back
     in natural order, so ``fairseq-generate``/``-interactive`` and BLEU work unchanged."""
 

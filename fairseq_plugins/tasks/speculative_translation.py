@@ -11,6 +11,7 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask
 from fairseq_plugins.decoding import options
 from fairseq_plugins.decoding.core import SpeculativeGenerator
 from fairseq_plugins.decoding.registry import DECODERS, decoder_names, option_fields
+from fairseq_plugins.tasks.cpu_autocast import CPU_AUTOCAST, CpuAutocastTraining, cpu_autocast_field
 from fairseq_plugins_compat.errors import PluginError
 
 DECODING_HELP = "decoding algorithm: beam: fairseq's own search (--beam N); " + "; ".join(
@@ -28,13 +29,14 @@ def _copy(f: dataclasses.Field):
 SpeculativeTranslationConfig = dataclasses.make_dataclass(
     "SpeculativeTranslationConfig",
     [("decoding", ChoiceEnum(decoder_names()), field(default="beam", metadata={"help": DECODING_HELP})),
+     ("cpu_autocast", ChoiceEnum(CPU_AUTOCAST), cpu_autocast_field()),
      *[_copy(f) for f in option_fields().values()]],
     bases=(TranslationConfig,),
 )
 
 
 @register_task("speculative_translation", dataclass=SpeculativeTranslationConfig)
-class SpeculativeTranslationTask(TranslationTask):
+class SpeculativeTranslationTask(CpuAutocastTraining, TranslationTask):
     """Translation with a pluggable decoding algorithm (``--decoding``)."""
 
     extra_max_positions = None  # (source, target) limits of a loaded drafter

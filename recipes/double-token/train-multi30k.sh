@@ -55,6 +55,7 @@ main() {
   REMOVE_BPE=${REMOVE_BPE:-sentencepiece}      # none: the data has no subwords
   # hardware
   CPU=${CPU:-1}; FP16=${FP16:-0}; THREADS=${THREADS:-1}; NUM_WORKERS=${NUM_WORKERS:-1}
+  AUTOCAST=${AUTOCAST:-off}                    # bf16: train with --cpu-autocast bf16 (CPU only, ~1.5x updates/s)
 
   if [ "$DRY_RUN" = 1 ]; then   # tiny model, a few updates, CPU
     ARCH=double_token_transformer_tiny; MAX_TOKENS=1000; MAX_EPOCH=2; MAX_UPDATE=0; WARMUP=10
@@ -65,6 +66,8 @@ main() {
     EVAL_BLEU=1; CHECKPOINT=checkpoint_avg_best.pt
     if [ "$DRY_RUN" = 1 ]; then AVERAGE_BEST=2; else MAX_EPOCH=${CONVERGE_MAX_EPOCH:-200}; fi
   fi
+  case $AUTOCAST in off | bf16) ;; *) die "AUTOCAST must be off|bf16" ;; esac
+  [ "$AUTOCAST" = off ] || [ "$CPU" = 1 ] || die "AUTOCAST=$AUTOCAST is for CPU training (CPU=1); on a GPU use FP16=1"
   export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
   all_exist "$DATA/dict.$SRC.txt" "$DATA/dict.$TGT.txt" || die "no binarized data in DATA=$DATA (recipes/data/prepare-multi30k.sh)"
   if [ -n "$TRAIN_DATA" ]; then DATA=$(train_split_from "$TRAIN_DATA"); fi
@@ -131,7 +134,7 @@ train_one() {
     none) ;;
     *) die "SHARE must be all|decoder|none" ;;
   esac
-  if [ "$CPU" = 1 ]; then args+=(--cpu); elif [ "$FP16" = 1 ]; then args+=(--fp16); fi
+  if [ "$CPU" = 1 ]; then args+=(--cpu --cpu-autocast "$AUTOCAST"); elif [ "$FP16" = 1 ]; then args+=(--fp16); fi
   if [ "$EVAL_BLEU" = 1 ]; then
     args+=(--eval-bleu --eval-bleu-args '{"beam": 1}' --eval-bleu-detok space
            --best-checkpoint-metric bleu --maximize-best-checkpoint-metric)
