@@ -86,3 +86,16 @@ def test_console_training_with_bf16_autocast(reverse_data, tmp_path):
     assert state["optimizer_history"][-1]["num_updates"] == 6
     assert all(v.dtype == torch.float32 for v in state["model"].values() if v.is_floating_point())
     assert "loss" in proc.stdout + proc.stderr
+
+
+@needs_bf16
+def test_console_drafter_training_with_bf16_autocast(reverse_data, tiny_checkpoint, tmp_path):
+    """The glancing drafter (two forwards per step, the first without gradients) trains too."""
+    run_cli("fairseq-train", reverse_data, "--user-dir", PLUGIN_DIR, "--task", "speculative_translation",
+            "--arch", "block_drafter_tiny", "--criterion", "glancing_block_loss", "--init-from-verifier",
+            tiny_checkpoint, *TRAIN_FLAGS, "--max-update", "6", "--save-dir", tmp_path, "--no-epoch-checkpoints",
+            "--no-spec-eval", "--cpu-autocast", "bf16")
+    state = torch.load(tmp_path / "checkpoint_last.pt", weights_only=False)
+    assert state["cfg"]["task"]["cpu_autocast"] == "bf16"
+    assert state["optimizer_history"][-1]["num_updates"] == 6
+    assert all(torch.isfinite(v).all() for v in state["model"].values() if v.is_floating_point())
