@@ -22,7 +22,7 @@ def cpu_autocast_field():
         default="off",
         metadata={"help": "off (the default): train in float32; bf16: on a CPU, train with bfloat16 autocast "
                           "(weights, optimizer and loss in float32, matrix products in bfloat16; Multi30k "
-                          "double-token model, one thread, AVX512-BF16 CPU: ~1.5x the updates/s); needs a CPU "
+                          "double-token model, one thread, AVX512-BF16 CPU: ~2x the words/s); needs a CPU "
                           "with bfloat16 support and --cpu (on a GPU use --fp16 or --amp)"},
     )
 
