@@ -111,3 +111,13 @@ def reverse_data(tmp_path_factory):
 def tiny_checkpoint(reverse_data, tmp_path_factory):
     """A 2-layer post-norm transformer trained a few dozen updates on ``reverse_data``."""
     return train(reverse_data, tmp_path_factory.mktemp("ckpt"), max_update=60)
+
+
+@pytest.fixture(autouse=True)
+def pack_small_weights(monkeypatch):
+    """The tiny test models have only small weights, which the products keep on F.linear by
+    default (fast_decoder.SMALL_WEIGHT): in-process tests pack them all, so that the packed and
+    int8 paths stay tested (tests/test_fast_verifier.py checks the default itself)."""
+    from fairseq_plugins.decoding import fast_decoder
+
+    monkeypatch.setattr(fast_decoder, "SMALL_WEIGHT", 0)

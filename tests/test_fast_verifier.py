@@ -11,7 +11,8 @@ from fairseq.models.transformer import TransformerModel, base_architecture
 from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
-from fairseq_plugins.decoding.fast_decoder import PackedLinears, float_linear, packed_available
+from fairseq_plugins.decoding import fast_decoder
+from fairseq_plugins.decoding.fast_decoder import Int8Linears, PackedLinears, float_linear, int8_available, packed_available
 from fairseq_plugins.decoding.incremental import VerifierCache
 from tiny_models import DictTask, build_transformer, make_batch, make_dictionary
 from test_speculative_parity import RandomDrafter
@@ -37,7 +38,7 @@ def build_model(seed=0, dtype=torch.float32, **options):
 
 
 LINEARS = [pytest.param(float_linear, id="F.linear"),
-           pytest.param(PackedLinears(), id="packed",
+           pytest.param(PackedLinears(min_elements=0), id="packed",
                         marks=pytest.mark.skipif(not packed_available(), reason="no oneDNN packed linear"))]
 
 
@@ -118,6 +119,21 @@ def test_packed_linear_is_the_float32_projection():
                                rtol=1e-5, atol=1e-5)
     double = torch.nn.Linear(24, 4).double()
     assert torch.equal(linears(double)(x.double()), torch.nn.functional.linear(x.double(), double.weight, double.bias))
+
+
+@pytest.mark.skipif(not (packed_available() and int8_available()), reason="no oneDNN packed or fbgemm int8 linear")
+def test_small_weights_keep_f_linear(monkeypatch):
+    """Below ``min_elements`` (default fast_decoder.SMALL_WEIGHT) a projection runs F.linear,
+    fairseq's own numbers, in PackedLinears and Int8Linears alike; larger weights are packed."""
+    torch.manual_seed(0)
+    small, large = torch.nn.Linear(64, 32), torch.nn.Linear(64, 48)
+    x = torch.randn(7, 64)
+    monkeypatch.setattr(fast_decoder, "SMALL_WEIGHT", 64 * 40)
+    for linears in (PackedLinears(), Int8Linears()):
+        assert torch.equal(linears(small)(x), torch.nn.functional.linear(x, small.weight, small.bias))
+        torch.testing.assert_close(linears(large)(x), torch.nn.functional.linear(x, large.weight, large.bias),
+                                   rtol=0.05, atol=0.05)  # int8: within quantisation error
+        assert [module for module, *_ in linears.packed.values()] == [large]
 
 
 def test_double_precision_is_exact_enough():

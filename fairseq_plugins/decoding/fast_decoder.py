@@ -106,12 +106,20 @@ def packed_available() -> bool:
         all(hasattr(torch.ops.mkldnn, op) for op in ("_reorder_linear_weight", "_linear_pointwise"))
 
 
+SMALL_WEIGHT = 2 ** 17
+"""Weights with fewer elements (a 256x256 attention projection) keep ``F.linear`` in
+:class:`PackedLinears` and :class:`Int8Linears`: a oneDNN-packed or an fbgemm int8 product
+costs a fixed ~30-40 us a call, more than ``F.linear`` spends on such a weight at 1-20 rows
+(10-46 us; 2-core AMD EPYC, AVX2, one thread).  From 1024x256 on, packing pays from a few rows."""
+
+
 class PackedLinears:
     """nn.Linear -> the same float32 projection with its weight packed once into oneDNN's
     blocked layout (CPU).  ``F.linear`` on a few rows re-arranges the whole weight on every
     call; packed once, a block of tokens costs 2-4x less (the 8008x256 output layer at 11
     rows: ~0.3 ms instead of ~1.1 ms on the reference CPU).  One row keeps ``F.linear``
-    (fairseq's own call for one token).  Float32 throughout: results can differ from
+    (fairseq's own call for one token), and so do weights of fewer than ``min_elements``
+    elements (:data:`SMALL_WEIGHT`).  Float32 throughout: results can differ from
     ``F.linear``'s in the last bits (another summation order), as ``F.linear``'s own do between
     one row and a block.  Each module is packed once, and again if its weight is replaced or
     changed in place as a tensor (its version counter); a change through ``.data`` (what
@@ -120,12 +128,13 @@ class PackedLinears:
 
     PACKED_FOR_ROWS = 64  # oneDNN's layout hint (a typical number of rows)
 
-    def __init__(self):
+    def __init__(self, min_elements: Optional[int] = None):
+        self.min_elements = SMALL_WEIGHT if min_elements is None else min_elements
         self.packed = {}  # (id(module), rows) -> (module, weight stamp, packed weight)
 
     def __call__(self, module: nn.Linear, rows: int = 0) -> Linear:
         weight, bias = _first_rows(module, rows)
-        if weight.device.type != "cpu" or weight.dtype != torch.float32:
+        if weight.device.type != "cpu" or weight.dtype != torch.float32 or weight.numel() < self.min_elements:
             return float_linear(module, rows)
         key, stamp = (id(module), rows), (weight._version, weight.data_ptr())
         if key not in self.packed or self.packed[key][1] != stamp:  # the module is kept: its id is not reused
@@ -174,12 +183,16 @@ class Int8Linears:
     and int8 dynamically quantised inputs (fbgemm, CPU).  On a CPU the small per-token
     matrix products of a decoder are bounded by reading the weights from memory: int8
     weights are a quarter of the bytes (a 1024x256 product at 3 tokens: ~18 us instead of
-    ~50-130 us for float32).  Each module is packed once and reused across batches."""
+    ~50-130 us for float32).  Weights of fewer than ``min_elements`` elements keep
+    ``F.linear`` (:data:`SMALL_WEIGHT`).  Each module is packed once and reused across batches."""
 
-    def __init__(self):
+    def __init__(self, min_elements: Optional[int] = None):
+        self.min_elements = SMALL_WEIGHT if min_elements is None else min_elements
         self.packed = {}  # (id(module), rows) -> (module, fbgemm packed weight)
 
     def __call__(self, module: nn.Linear, rows: int = 0) -> Linear:
+        if _first_rows(module, rows)[0].numel() < self.min_elements:
+            return float_linear(module, rows)
         key = (id(module), rows)
         if key not in self.packed:  # the module is kept with its pack so that its id is not reused
             self.packed[key] = (module, self._pack(*_first_rows(module, rows)))

@@ -24,8 +24,9 @@ DRAFT_LENGTH_HELP = (
 
 VERIFIER_MATMUL_HELP = (
     "how the verifier's matrix products over a block of tokens run: auto (the default): on a CPU with oneDNN, "
-    "float32 with every weight packed once into oneDNN's layout (2-4x faster for a block than F.linear, which "
-    "re-arranges the weight on every call; one-token products stay fairseq's own F.linear); plain: F.linear, as "
+    "float32 with every weight of 2**17 elements or more packed once into oneDNN's layout (2-4x faster for a "
+    "block than F.linear, which re-arranges the weight on every call; one-token products and smaller weights, "
+    "whose packed call costs more than it saves, stay fairseq's own F.linear); plain: F.linear, as "
     "fairseq.  Both are float32; their results can differ in the last bits (another summation order), as "
     "F.linear's own do between one token and a block; the parity tests hold either way.  CUDA: always plain"
 )
