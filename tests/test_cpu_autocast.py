@@ -75,6 +75,19 @@ def test_bf16_without_cpu_support_is_one_line_error(monkeypatch):
     assert "\n" not in str(error.value)
 
 
+def test_bf16_without_cpu_support_is_refused_before_training_but_not_when_loading(monkeypatch):
+    """build_model refuses it (no crash.pt from a failed first step); a checkpoint trained with
+    bf16 still loads for decoding on such a CPU (from_checkpoint)."""
+    monkeypatch.setattr(cpu_autocast, "bf16_supported", lambda: False)
+    task, _model, _sample = _task_model_sample("off")
+    task.cfg.cpu_autocast = "bf16"
+    args = argparse.Namespace(arch="double_token_transformer_tiny", share_all_embeddings=True, dropout=0.0)
+    ARCH_CONFIG_REGISTRY[args.arch](args)
+    with pytest.raises(PluginError, match="no bfloat16 kernels"):
+        task.build_model(args)
+    assert task.build_model(args, from_checkpoint=True) is not None
+
+
 @needs_bf16
 def test_console_training_with_bf16_autocast(reverse_data, tmp_path):
     proc = run_cli("fairseq-train", reverse_data, "--user-dir", PLUGIN_DIR, "--task", "double_token_translation",

@@ -32,13 +32,18 @@ def bf16_supported() -> bool:
     return torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
 
 
+def check_bf16_kernels() -> None:
+    """One-line error for ``--cpu-autocast bf16`` on a CPU without bfloat16 kernels."""
+    if not bf16_supported():
+        raise PluginError("--cpu-autocast bf16: this CPU (or PyTorch build) has no bfloat16 kernels; "
+                          "use --cpu-autocast off")
+
+
 def check_cpu_autocast(model: torch.nn.Module) -> None:
     """One-line errors for ``--cpu-autocast bf16`` where it cannot run."""
     if any(p.is_cuda for p in model.parameters()):
         raise PluginError("--cpu-autocast bf16 is for training on a CPU (--cpu); on a GPU use --fp16 or --amp")
-    if not bf16_supported():
-        raise PluginError("--cpu-autocast bf16: this CPU (or PyTorch build) has no bfloat16 kernels; "
-                          "use --cpu-autocast off")
+    check_bf16_kernels()
 
 
 @contextmanager
@@ -53,6 +58,14 @@ class CpuAutocastTraining:
     (the forward and the loss only; the backward runs outside, as PyTorch recommends)."""
 
     _autocast_checked = False
+
+    def build_model(self, cfg, from_checkpoint=False):
+        """A CPU without bfloat16 kernels is refused here, before training starts (the first
+        ``train_step`` would leave a crash.pt behind); a model loaded from a checkpoint trained
+        with bf16 (e.g. a drafter, for decoding) is not training and passes."""
+        if not from_checkpoint and str(getattr(self.cfg, "cpu_autocast", "off")) == "bf16":
+            check_bf16_kernels()
+        return super().build_model(cfg, from_checkpoint)
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False, **kwargs):
         if str(getattr(self.cfg, "cpu_autocast", "off")) == "off":
