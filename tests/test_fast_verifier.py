@@ -12,7 +12,8 @@ from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
 from fairseq_plugins.decoding import fast_decoder
-from fairseq_plugins.decoding.fast_decoder import Int8Linears, PackedLinears, float_linear, int8_available, packed_available
+from fairseq_plugins.decoding.fast_decoder import (Int8Linears, PackedLinears, float_linear, int8_available,
+                                                  packed_available)
 from fairseq_plugins.decoding.incremental import VerifierCache
 from tiny_models import DictTask, build_transformer, make_batch, make_dictionary
 from test_speculative_parity import RandomDrafter

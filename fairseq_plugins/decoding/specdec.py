@@ -41,8 +41,8 @@ class SpecDecOptions(DrafterModelOptions):
     drafter_precision: ChoiceEnum(["auto", "float", "int8"]) = field(
         default="auto", metadata={"help": "the drafter's matrix products: int8 = int8 weights (per output channel) "
                                           "and inputs (fbgemm, CPU; weights under 2**17 elements stay float, "
-                                          "where int8's fixed cost per call is larger): a quarter of the bytes a product reads, the "
-                                          "drafts may differ a little, lossless specdec's output never does; float "
+                                          "where int8's fixed cost per call is larger): a quarter of the bytes a "
+                                          "product reads, the drafts may differ a little, lossless specdec's output never does; float "
                                           "= as loaded (the verifier's dtype); auto (the default): int8 for specdec "
                                           "on a CPU with the int8 kernels, float otherwise (specdec++, whose output "
                                           "depends on the drafts; CUDA); a float32 drafter cache on a CPU packs "

@@ -48,8 +48,8 @@ class DoubleTokenTranslationConfig(TranslationConfig):
                           "a token pair) use weights packed once in oneDNN's layout, for every --target-order alike: "
                           "PyTorch's F.linear re-arranges the whole weight on every such call (Multi30k valid, one "
                           "thread: bidirectional greedy 1.19x, beam 5 1.21x, single-token beam 5 1.25x the "
-                          "tokens/s); one-row products (one-token greedy) and weights under 2**17 elements are unchanged, others may differ in the "
-                          "last bits; off: F.linear throughout"},
+                          "tokens/s); one-row products (one-token greedy) and weights under 2**17 elements are "
+                          "unchanged, others may differ in the last bits; off: F.linear throughout"},
     )
     cpu_autocast: ChoiceEnum(CPU_AUTOCAST) = cpu_autocast_field()
 
