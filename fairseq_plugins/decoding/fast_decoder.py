@@ -113,7 +113,18 @@ costs a fixed ~30-40 us a call, more than ``F.linear`` spends on such a weight a
 (10-46 us; 2-core AMD EPYC, AVX2, one thread).  From 1024x256 on, packing pays from a few rows."""
 
 
-class PackedLinears:
+class _SmallWeightsOnFloat:
+    """The rule both product factories share: weights of fewer than ``min_elements``
+    elements (default :data:`SMALL_WEIGHT`, read when the factory is made) keep ``F.linear``."""
+
+    def __init__(self, min_elements: Optional[int] = None):
+        self.min_elements = SMALL_WEIGHT if min_elements is None else min_elements
+
+    def is_small(self, weight: Tensor) -> bool:
+        return weight.numel() < self.min_elements
+
+
+class PackedLinears(_SmallWeightsOnFloat):
     """nn.Linear -> the same float32 projection with its weight packed once into oneDNN's
     blocked layout (CPU).  ``F.linear`` on a few rows re-arranges the whole weight on every
     call; packed once, a block of tokens costs 2-4x less (the 8008x256 output layer at 11
@@ -129,12 +140,12 @@ class PackedLinears:
     PACKED_FOR_ROWS = 64  # oneDNN's layout hint (a typical number of rows)
 
     def __init__(self, min_elements: Optional[int] = None):
-        self.min_elements = SMALL_WEIGHT if min_elements is None else min_elements
+        super().__init__(min_elements)
         self.packed = {}  # (id(module), rows) -> (module, weight stamp, packed weight)
 
     def __call__(self, module: nn.Linear, rows: int = 0) -> Linear:
         weight, bias = _first_rows(module, rows)
-        if weight.device.type != "cpu" or weight.dtype != torch.float32 or weight.numel() < self.min_elements:
+        if weight.device.type != "cpu" or weight.dtype != torch.float32 or self.is_small(weight):
             return float_linear(module, rows)
         key, stamp = (id(module), rows), (weight._version, weight.data_ptr())
         if key not in self.packed or self.packed[key][1] != stamp:  # the module is kept: its id is not reused
@@ -178,7 +189,7 @@ def int8_available() -> bool:
         any(engine in torch.backends.quantized.supported_engines for engine in ("x86", "fbgemm"))
 
 
-class Int8Linears:
+class Int8Linears(_SmallWeightsOnFloat):
     """nn.Linear -> the same projection with int8 weights (per output channel, symmetric)
     and int8 dynamically quantised inputs (fbgemm, CPU).  On a CPU the small per-token
     matrix products of a decoder are bounded by reading the weights from memory: int8
@@ -187,15 +198,16 @@ class Int8Linears:
     ``F.linear`` (:data:`SMALL_WEIGHT`).  Each module is packed once and reused across batches."""
 
     def __init__(self, min_elements: Optional[int] = None):
-        self.min_elements = SMALL_WEIGHT if min_elements is None else min_elements
+        super().__init__(min_elements)
         self.packed = {}  # (id(module), rows) -> (module, fbgemm packed weight)
 
     def __call__(self, module: nn.Linear, rows: int = 0) -> Linear:
-        if _first_rows(module, rows)[0].numel() < self.min_elements:
+        weight, bias = _first_rows(module, rows)
+        if self.is_small(weight):
             return float_linear(module, rows)
         key = (id(module), rows)
         if key not in self.packed:  # the module is kept with its pack so that its id is not reused
-            self.packed[key] = (module, self._pack(*_first_rows(module, rows)))
+            self.packed[key] = (module, self._pack(weight, bias))
         packed = self.packed[key][1]
         return lambda x: torch.ops.quantized.linear_dynamic(x.contiguous(), packed, True)
 
