@@ -241,6 +241,41 @@ def test_draft_guard_keeps_a_drafter_that_pays_on_average():
     assert sum(choices) > 0.97 * len(choices)
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_draft_guard_switches_a_paying_drafter_back_on_after_a_slow_spell(seed):
+    """60 drafted iterations at 3x their time (caches cold after another program ran) switch a
+    drafter paying 1.22x off; the probes must switch it back on soon.  (With sums decayed per
+    record of their choice, 3 of these 8 seeds stayed off for the 1,500 iterations after.)"""
+    import random
+
+    rng = random.Random(seed)
+    gains = [1] * 20 + [2] * 25 + [3] * 20 + [4] * 15 + [5] * 8 + [6] * 6 + [8] * 6  # mean 3.04 tokens
+    now, choices = [0.0], []
+    guard = DraftGuard(skip_catch_up=True, clock=lambda: now[0])
+    for i in range(2000):
+        drafting = guard.start_iteration()
+        choices.append(drafting)
+        slow = 3.0 if 200 <= i < 260 else 1.0
+        now[0] += (2.0 if drafting else 0.8) * slow * rng.uniform(0.9, 1.1)
+        guard.end_iteration(rng.choice(gains) if drafting else 1)
+    assert sum(choices[500:]) > 0.9 * len(choices[500:])
+
+
+@pytest.mark.parametrize("draft_rate, drafts_mostly", [(0.95, True), (0.8, False)])
+def test_draft_guard_keeps_a_drafter_near_break_even(draft_rate, drafts_mostly):
+    """Within 10 % of break-even a drafter keeps drafting (its estimate is too noisy to tell);
+    one that costs 20 % more than it saves is switched off."""
+    now, choices = [0.0], []
+    guard = DraftGuard(clock=lambda: now[0])
+    for i in range(1000):
+        drafting = guard.start_iteration()
+        choices.append(drafting)
+        now[0] += 1.0
+        guard.end_iteration((2 + i % 2) / 2.5 * draft_rate if drafting else 1)  # 2 or 3 tokens, rate on average
+    tail = choices[100:]
+    assert (sum(tail) > 0.9 * len(tail)) if drafts_mostly else (sum(tail) < 0.1 * len(tail))
+
+
 def test_draft_guard_chooses_apart_for_each_number_of_rows():
     """Drafting pays with few rows and not with many (a wide block multiplies the verifier's
     work): the guard drafts at 1-3 rows and not at 16-31, whatever order the classes come in."""
