@@ -1,0 +1,37 @@
+"""Per iteration of the draft-length guard on test2016: choice, tokens, seconds (one process, batch 1)."""
+import json, sys, time, torch
+torch.set_num_threads(1)
+from fairseq_plugins.api import Translator
+from fairseq_plugins import inference
+from fairseq_plugins.decoding import draft_length
+import os
+RUNS = os.environ.get("RUNS", "../runs")  # where the recipes wrote multi30k/ (run from the repository root)
+passes = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+out_path = sys.argv[2] if len(sys.argv) > 2 else "guard_trace.json"
+t = Translator.load("checkpoints/demo/verifier.pt", RUNS + "/multi30k/bin", drafter="checkpoints/demo/drafter.pt",
+                    decoding="specdec", source_lang="en", target_lang="de", max_len_a=1.2, max_len_b=10,
+                    draft_length="measured")
+g = t.generator
+log = []
+orig_record = draft_length.MeasuredChoice.record
+def record(self, drafting, tokens, seconds):
+    log.append((self.iteration, drafting, tokens, seconds, g.guard.catching_up))
+    orig_record(self, drafting, tokens, seconds)
+draft_length.MeasuredChoice.record = record
+orig_end = draft_length.DraftGuard.end_iteration
+def end_iteration(self, tokens):
+    if self.catching_up:
+        log.append((self.current.iteration, True, tokens, self.clock() - self.started, True))
+    orig_end(self, tokens)
+draft_length.DraftGuard.end_iteration = end_iteration
+lines = open(f"{RUNS}/multi30k/spm/test.en").read().splitlines()
+sent_starts = []
+t0 = time.perf_counter()
+for p in range(passes):
+    for line in lines:
+        sent_starts.append(len(log))
+        src = inference.encode(t.task.source_dictionary, line).unsqueeze(0)
+        sample = {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([src.numel()])}}
+        g.generate(t.models, sample)
+    print(f"pass {p}: {time.perf_counter() - t0:.1f} s, drafted {sum(r[1] for r in log)}/{len(log)}", flush=True)
+json.dump({"log": log, "sent_starts": sent_starts}, open(out_path, "w"))
