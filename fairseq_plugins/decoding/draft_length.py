@@ -92,10 +92,11 @@ class DraftGuard:
 class MeasuredChoice:
     """Drafting or not, for one occupancy class: decayed sums of the tokens gained and the
     seconds spent by whole iterations of each choice; drafts unless not drafting yields more
-    than ``favour`` times as many tokens per second.  It probes the other choice for ``probe_length`` iterations
-    ``probe_every`` iterations after the best one changed, then at doubling intervals (at
-    most ``max_interval``) while the best one stays, so both estimates stay current at a
-    small cost (a choice never tried counts as infinitely fast, so both are tried at once).
+    than ``favour`` times as many tokens per second.  It probes the other choice for
+    ``probe_length`` iterations ``probe_every`` iterations after the best one changed, then
+    at doubling intervals (at most ``max_interval``) while the best one stays, so both
+    estimates stay current at a small cost (a choice never tried counts as infinitely fast,
+    so both are tried at once).
 
     The sums decay per iteration of this class, not per record of their choice: an estimate
     made many iterations ago weighs little against the probe that re-measures it.  (Decayed per
