@@ -5,6 +5,7 @@ token-by-token forward cannot round differently), random drafters, ragged batche
 """
 import itertools
 import random
+from typing import List
 
 import pytest
 import torch
@@ -183,16 +184,24 @@ def test_limits_turn_nan_into_minus_inf_like_fairseq():
     assert out[0, 0].tolist() == [-math.inf, -math.inf, math.inf, -math.inf, -2.0, -math.inf]
 
 
+def simulate_guard(iterations: int, cost, **guard_options) -> List[bool]:
+    """The guard's choices over ``iterations`` one-row iterations on a simulated clock;
+    ``cost(i, drafting, earlier_choices)`` -> (seconds iteration i takes, tokens it gains)."""
+    now, choices = [0.0], []
+    guard = DraftGuard(clock=lambda: now[0], **guard_options)
+    for i in range(iterations):
+        drafting = guard.start_iteration()
+        seconds, tokens = cost(i, drafting, choices)
+        choices.append(drafting)
+        now[0] += seconds
+        guard.end_iteration(tokens)
+    return choices
+
+
 @pytest.mark.parametrize("draft_rate, plain_rate, drafts_mostly", [(3.0, 1.0, True), (0.5, 1.0, False)])
 def test_draft_guard_keeps_the_faster_choice_and_probes_the_other(draft_rate, plain_rate, drafts_mostly):
-    now = [0.0]
-    guard = DraftGuard(probe_every=10, clock=lambda: now[0])
-    choices = []
-    for _ in range(100):
-        drafting = guard.start_iteration()
-        choices.append(drafting)
-        now[0] += 1.0  # every iteration takes 1 s and gains its choice's rate in tokens
-        guard.end_iteration(draft_rate if drafting else plain_rate)
+    # every iteration takes 1 s and gains its choice's rate in tokens
+    choices = simulate_guard(100, lambda i, drafting, _: (1.0, draft_rate if drafting else plain_rate), probe_every=10)
     assert choices[:2] == [True, False]  # both tried first
     start = 2 if drafts_mostly else 4  # drafting again after the probe of not drafting: one more to count
     probed = [i for i, c in enumerate(choices[start:], start=start) if c != drafts_mostly]
@@ -211,15 +220,12 @@ def test_draft_guard_does_not_count_the_drafter_catching_up():
     from fairseq_plugins.decoding.specdec import BlockDrafter
 
     assert not Drafter.has_prefix_cache and BlockDrafter(build_drafter(make_dictionary(14), seed=0)).has_prefix_cache
-    now = [0.0]
-    guard = DraftGuard(probe_every=4, skip_catch_up=True, clock=lambda: now[0])
-    choices = []
-    for _ in range(200):
-        drafting = guard.start_iteration()
-        catching_up = drafting and bool(choices) and not choices[-1]
-        choices.append(drafting)
-        now[0] += 100.0 if catching_up else 1.0  # catching up is slow; drafting gains 2 tokens per second
-        guard.end_iteration(2 if drafting else 1)
+
+    def cost(i, drafting, earlier):  # catching up is slow; drafting gains 2 tokens per second
+        catching_up = drafting and bool(earlier) and not earlier[-1]
+        return (100.0 if catching_up else 1.0), (2 if drafting else 1)
+
+    choices = simulate_guard(200, cost, probe_every=4, skip_catch_up=True)
     assert sum(choices[100:]) > 90  # drafting is the best choice once measured without its catch-up
 
 
@@ -227,17 +233,14 @@ def test_draft_guard_keeps_a_drafter_that_pays_on_average():
     """Tokens per drafted iteration vary a lot (1-8, mean 2.5, as on Multi30k valid): a run of
     short ones must not switch off a drafter that pays 1.5x (with the earlier, shorter memory,
     decay 0.9: off in 7 % of these iterations, 17 % on Multi30k valid; now only the probes, 2 %)."""
-    import random
-
     rng = random.Random(0)
     gains = [1] * 35 + [2] * 30 + [3] * 15 + [4] * 7 + [5] * 4 + [6] * 3 + [8] * 6  # mean 2.54 tokens
-    now, choices = [0.0], []
-    guard = DraftGuard(clock=lambda: now[0])
-    for _ in range(3000):
-        drafting = guard.start_iteration()
-        choices.append(drafting)
-        now[0] += (1.7 if drafting else 1.0) * rng.uniform(0.8, 1.2)  # timing noise
-        guard.end_iteration(rng.choice(gains) if drafting else 1)
+
+    def cost(i, drafting, _):  # with timing noise
+        seconds = (1.7 if drafting else 1.0) * rng.uniform(0.8, 1.2)
+        return seconds, (rng.choice(gains) if drafting else 1)
+
+    choices = simulate_guard(3000, cost)
     assert sum(choices) > 0.97 * len(choices)
 
 
@@ -246,32 +249,24 @@ def test_draft_guard_switches_a_paying_drafter_back_on_after_a_slow_spell(seed):
     """60 drafted iterations at 3x their time (caches cold after another program ran) switch a
     drafter paying 1.22x off; the probes must switch it back on soon.  (With sums decayed per
     record of their choice, 3 of these 8 seeds stayed off for the 1,500 iterations after.)"""
-    import random
-
     rng = random.Random(seed)
     gains = [1] * 20 + [2] * 25 + [3] * 20 + [4] * 15 + [5] * 8 + [6] * 6 + [8] * 6  # mean 3.04 tokens
-    now, choices = [0.0], []
-    guard = DraftGuard(skip_catch_up=True, clock=lambda: now[0])
-    for i in range(2000):
-        drafting = guard.start_iteration()
-        choices.append(drafting)
+
+    def cost(i, drafting, _):
         slow = 3.0 if 200 <= i < 260 else 1.0
-        now[0] += (2.0 if drafting else 0.8) * slow * rng.uniform(0.9, 1.1)
-        guard.end_iteration(rng.choice(gains) if drafting else 1)
+        seconds = (2.0 if drafting else 0.8) * slow * rng.uniform(0.9, 1.1)
+        return seconds, (rng.choice(gains) if drafting else 1)
+
+    choices = simulate_guard(2000, cost, skip_catch_up=True)
     assert sum(choices[500:]) > 0.9 * len(choices[500:])
 
 
 @pytest.mark.parametrize("draft_rate, drafts_mostly", [(0.95, True), (0.8, False)])
 def test_draft_guard_keeps_a_drafter_near_break_even(draft_rate, drafts_mostly):
     """Within 10 % of break-even a drafter keeps drafting (its estimate is too noisy to tell);
-    one that costs 20 % more than it saves is switched off."""
-    now, choices = [0.0], []
-    guard = DraftGuard(clock=lambda: now[0])
-    for i in range(1000):
-        drafting = guard.start_iteration()
-        choices.append(drafting)
-        now[0] += 1.0
-        guard.end_iteration((2 + i % 2) / 2.5 * draft_rate if drafting else 1)  # 2 or 3 tokens, rate on average
+    one gaining 0.8x the tokens per second of not drafting is switched off."""
+    # 1 s per iteration; drafted: 2 or 3 tokens scaled to draft_rate on average, undrafted: 1
+    choices = simulate_guard(1000, lambda i, drafting, _: (1.0, (2 + i % 2) / 2.5 * draft_rate if drafting else 1))
     tail = choices[100:]
     assert (sum(tail) > 0.9 * len(tail)) if drafts_mostly else (sum(tail) < 0.1 * len(tail))
 
