@@ -196,24 +196,33 @@ def patch_score_cli(module):
         module.cli_main = score.make_cli_main(module.get_parser)
 
 
-class _ImportingLoader:
-    """What hydra's plugin scan needs of ``find_module``'s answer: ``load_module(name)``."""
-
-    @staticmethod
-    def load_module(fullname):
-        return importlib.import_module(fullname)
-
-
-def _find_module(finder, fullname, path=None):
-    """``FileFinder.find_module`` as before Python 3.12, answered from ``find_spec``."""
-    spec = finder.find_spec(fullname)
-    return _ImportingLoader() if spec is not None and spec.loader is not None else None
+def _clip_cpu_grad_norm_(grads, expert_grads, max_norm, aggregate_norm_fn):
+    """fairseq 0.12.2's ``clip_grad_norm_`` for gradients on the CPU (its device choice kept to the CPU)."""
+    total_norm = torch.norm(torch.stack([torch.norm(g, p=2, dtype=torch.float32) for g in grads]))
+    if aggregate_norm_fn is not None:
+        total_norm = aggregate_norm_fn(total_norm)
+    if max_norm > 0:
+        clip_coef = (float(max_norm) / (total_norm + 1e-6)).clamp_(max=1)
+        for g in grads + expert_grads:
+            g.mul_(clip_coef)
+    return total_norm
 
 
-def patch_hydra_plugins(module):
-    """hydra 1.0's plugin scan calls ``importer.find_module`` on pkgutil's ``FileFinder``s,
-    which Python 3.12 removed (every fairseq console script then fails in ``hydra_init``)."""
-    from importlib.machinery import FileFinder
+def patch_utils(module):
+    """``fairseq.utils.clip_grad_norm_`` sums the gradient norms on the GPU whenever CUDA is
+    available, also for a model trained on the CPU (``fairseq-train --cpu``), whose gradients
+    it then cannot scale ("Expected all tensors to be on the same device ... cuda:0 and cpu"):
+    every CPU recipe with --clip-norm failed on a GPU machine.  CPU gradients are clipped on the CPU."""
+    original = module.clip_grad_norm_
 
-    if not hasattr(FileFinder, "find_module"):
-        FileFinder.find_module = _find_module
+    def clip_grad_norm_(params, max_norm, aggregate_norm_fn=None):
+        params = [params] if isinstance(params, torch.Tensor) else list(params)
+        with_grad = [p for p in params if getattr(p, "grad", None) is not None]
+        grads = [p.grad.detach() for p in with_grad if not hasattr(p, "expert")]
+        if len(grads) < 2 or grads[0].device.type != "cpu" or not torch.cuda.is_available():
+            return original(params, max_norm, aggregate_norm_fn)
+        expert_grads = [p.grad.detach() for p in with_grad if hasattr(p, "expert")]
+        return _clip_cpu_grad_norm_(grads, expert_grads, max_norm, aggregate_norm_fn)
+
+    clip_grad_norm_.__wrapped__ = original
+    module.clip_grad_norm_ = clip_grad_norm_

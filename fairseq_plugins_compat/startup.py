@@ -108,8 +108,34 @@ def _one_line_excepthook(previous_hook):
     return excepthook
 
 
+class _ImportingLoader:
+    """What hydra's plugin scan needs of ``find_module``'s answer: ``load_module(name)``."""
+
+    @staticmethod
+    def load_module(fullname):
+        return importlib.import_module(fullname)
+
+
+def _find_module(finder, fullname, path=None):
+    """``FileFinder.find_module`` as before Python 3.12, answered from ``find_spec``."""
+    spec = finder.find_spec(fullname)
+    return _ImportingLoader() if spec is not None and spec.loader is not None else None
+
+
+def give_back_find_module():
+    """hydra 1.0's plugin scan calls ``importer.find_module`` on pkgutil's ``FileFinder``s,
+    which Python 3.12 removed (every fairseq console script then fails in ``hydra_init``).
+    Given back at interpreter start, not when hydra is imported: under pytest, hydra (a
+    pytest plugin) is imported through pytest's own import hook, ahead of ours."""
+    from importlib.machinery import FileFinder
+
+    if not hasattr(FileFinder, "find_module"):
+        FileFinder.find_module = _find_module
+
+
 def install():
     """Activate every shim; safe to call more than once."""
+    give_back_find_module()
     if not getattr(sys.excepthook, "one_line", False):
         sys.excepthook = _one_line_excepthook(sys.excepthook)
     if needs_dataclass_default_shim() and not hasattr(dataclasses._get_field, "__wrapped__"):
@@ -123,6 +149,7 @@ def install():
         _PostImportHook(
             {
                 "fairseq.checkpoint_utils": _run_patch("patch_checkpoint_utils"),
+                "fairseq.utils": _run_patch("patch_utils"),
                 "fairseq.modules.transformer_layer": _run_patch("patch_transformer_layer"),
                 "fairseq.models.distributed_fairseq_model": _run_patch("patch_distributed_model"),
                 "fairseq.distributed.utils": _run_patch("patch_distributed_utils"),
@@ -130,7 +157,6 @@ def install():
                 "fairseq_cli.generate": _run_patch("patch_generate", "cli"),
                 "fairseq_cli.interactive": _run_patch("patch_interactive", "cli"),
                 "fairseq_cli.score": _run_patch("patch_score_cli"),
-                "hydra.core.plugins": _run_patch("patch_hydra_plugins"),
             },
             before={"fairseq": _run_patch("install", "quiet")},
         ),

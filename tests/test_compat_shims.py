@@ -270,10 +270,8 @@ def test_hydra_plugin_scan_works_without_find_module(monkeypatch):
     """Python 3.12 removed ``FileFinder.find_module``, which hydra 1.0's plugin scan calls."""
     from importlib.machinery import FileFinder
 
-    from fairseq_plugins_compat.patches import patch_hydra_plugins
-
     monkeypatch.delattr(FileFinder, "find_module", raising=False)
-    patch_hydra_plugins(None)
+    startup.give_back_find_module()
     assert hasattr(FileFinder, "find_module")
     import hydra.core.plugins as plugins
     from hydra.core.plugins import Plugins
@@ -281,3 +279,38 @@ def test_hydra_plugin_scan_works_without_find_module(monkeypatch):
 
     monkeypatch.setattr(plugins.Singleton, "_instances", {})  # scan afresh, with the shim
     assert Plugins.instance().discover(SearchPathPlugin) is not None
+
+
+def test_find_module_is_given_back_at_interpreter_start_not_when_hydra_is_imported():
+    """Under pytest, hydra (a pytest plugin) is imported through pytest's import hook, ahead of
+    the shims' post-import hook: on Python 3.12 every in-process fairseq test failed in hydra's
+    plugin scan.  ``install()`` gives ``find_module`` back at once."""
+    code = (
+        "import sys\n"
+        "from importlib.machinery import FileFinder\n"
+        "if hasattr(FileFinder, 'find_module'): del FileFinder.find_module  # as on Python 3.12\n"
+        "import fairseq_plugins_compat.startup as startup\n"
+        "startup.install()\n"
+        "print(hasattr(FileFinder, 'find_module'), 'hydra' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "False"]
+
+
+def test_cpu_gradients_are_clipped_on_the_cpu_when_cuda_is_available(monkeypatch):
+    """fairseq's clip_grad_norm_ put the norm on the GPU whenever CUDA was available, so
+    ``fairseq-train --cpu --clip-norm`` failed on a GPU machine (device mismatch)."""
+    import fairseq.utils
+
+    torch.manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(3, 4)), torch.nn.Parameter(torch.randn(5))]
+    for p in params:
+        p.grad = torch.randn_like(p) * 10
+    expected_norm = torch.cat([p.grad.flatten() for p in params]).norm()
+    expected = [p.grad * (1.0 / (expected_norm + 1e-6)) for p in params]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: pytest.fail("the norm was put on the GPU"))
+    norm = fairseq.utils.clip_grad_norm_(params, 1.0)
+    assert norm.device.type == "cpu" and torch.allclose(norm, expected_norm)
+    for p, clipped in zip(params, expected):
+        assert torch.allclose(p.grad, clipped)

@@ -86,7 +86,7 @@ def test_batch_32_on_cuda(name):
 
 # --- through fairseq-generate: fp32 and fp16, batch 1 and 32 -------------------------------------
 PLUGIN = ["--user-dir", PLUGIN_DIR, "--task", "speculative_translation"]
-CLI_DECODERS = [
+CLI_DECODERS = [  # the drafter (--drafter-path) is added to the specdec ones: the others refuse it
     ["--decoding", "specdec"],
     ["--decoding", "specdec", "--draft-length", "fixed"],
     ["--decoding", "iad"],
@@ -106,7 +106,8 @@ def greedy_and_each_decoder(data, checkpoint, drafter, batch_size, *precision):
     common = [data, "--path", checkpoint, "--gen-subset", "test", "--batch-size", batch_size, "--max-len-b", 30, *precision]
     greedy = hypotheses(run_cli("fairseq-generate", *common, "--beam", 1).stdout)
     assert len(greedy) == 24
-    return greedy, [hypotheses(run_cli("fairseq-generate", *common, *PLUGIN, "--drafter-path", drafter, *decoder).stdout)
+    return greedy, [hypotheses(run_cli("fairseq-generate", *common, *PLUGIN, *decoder,
+                                       *(["--drafter-path", drafter] if "specdec" in decoder else [])).stdout)
                     for decoder in CLI_DECODERS]
 
 
