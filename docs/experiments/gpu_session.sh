@@ -72,7 +72,7 @@ CPU=$CPU FP16=0 SETTING=multi30k-drafter VERIFIER=$REPO/checkpoints/demo/verifie
 sleep 30; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv 2>/dev/null
 while [ "$(el)" -lt "$END" ] && [ -n "$(jobs -rp)" ]; do sleep 5; done
 echo "[$(el)s] phase 3"
-pkill -f fairseq-train; sleep 2
+pkill -f -- "--save-dir $R/"; sleep 2  # this call's trainings only
 
 # phase 3: what comes back
 for order in bidirectional single_l2r; do
