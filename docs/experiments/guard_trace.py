@@ -1,4 +1,7 @@
-"""Per iteration of the draft-length guard on test2016: choice, tokens, seconds (one process, batch 1)."""
+"""Per iteration of the draft-length guard on test2016: choice, tokens, seconds (one process, batch 1).
+
+    RUNS=... python docs/experiments/guard_trace.py PASSES OUT.json [cpu|cuda]   (needs $RUNS/multi30k/bin and spm/test.en)
+"""
 import json, sys, time, torch
 torch.set_num_threads(1)
 from fairseq_plugins.api import Translator
@@ -8,9 +11,10 @@ import os
 RUNS = os.environ.get("RUNS", "../runs")  # where the recipes wrote multi30k/ (run from the repository root)
 passes = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 out_path = sys.argv[2] if len(sys.argv) > 2 else "guard_trace.json"
+device = sys.argv[3] if len(sys.argv) > 3 else "cpu"
 t = Translator.load("checkpoints/demo/verifier.pt", RUNS + "/multi30k/bin", drafter="checkpoints/demo/drafter.pt",
                     decoding="specdec", source_lang="en", target_lang="de", max_len_a=1.2, max_len_b=10,
-                    draft_length="measured")
+                    draft_length="measured", device=device)
 g = t.generator
 log = []
 orig_record = draft_length.MeasuredChoice.record
@@ -30,8 +34,8 @@ t0 = time.perf_counter()
 for p in range(passes):
     for line in lines:
         sent_starts.append(len(log))
-        src = inference.encode(t.task.source_dictionary, line).unsqueeze(0)
-        sample = {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([src.numel()])}}
+        src = inference.encode(t.task.source_dictionary, line).unsqueeze(0).to(device)
+        sample = {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([src.numel()], device=device)}}
         g.generate(t.models, sample)
     print(f"pass {p}: {time.perf_counter() - t0:.1f} s, drafted {sum(r[1] for r in log)}/{len(log)}", flush=True)
 json.dump({"log": log, "sent_starts": sent_starts}, open(out_path, "w"))
