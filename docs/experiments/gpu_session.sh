@@ -24,16 +24,8 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null
 if [ "$LOCAL" = 1 ]; then
   source /work/venv/bin/activate; CPU=1; DEV=cpu; PARALLEL=""; TESTS="tests/test_cuda.py tests/test_spec_eval.py"
 else
-  source "$(dirname "$(command -v python3)")/activate"
   CPU=0; DEV=cuda; PARALLEL="-n 10 --timeout 300"; TESTS=tests
-  export PIP_NO_INDEX=1 PIP_FIND_LINKS=$REPO/.whl PIP_DISABLE_PIP_VERSION_CHECK=1
-  unset CUDA_HOME
-  mkdir -p /tmp/notorch/torch; echo 'raise ImportError("torch hidden from the fairseq build")' > /tmp/notorch/torch/__init__.py
-  PYTHONPATH=/tmp/notorch python -m pip install -q --no-build-isolation --no-deps .whl/fairseq-0.12.2.tar.gz > "$R/install.log" 2>&1 \
-    || { echo "fairseq build FAILED"; tail -20 "$R/install.log"; }
-  sed -i '/^ctranslate2/d' requirements.txt
-  EDITABLE=1 bash install.sh >> "$R/install.log" 2>&1 || { echo "install.sh FAILED"; tail -30 "$R/install.log"; }
-  tail -1 "$R/install.log"
+  . docs/experiments/gpu_install.sh "$R/install.log"
 fi
 python -c 'import torch, sys; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")'
 echo "[$(el)s] installed"

@@ -2,12 +2,7 @@
 # Short device call: rerun on CUDA the tests that failed in the first whole-suite run (after their fixes).
 # Prepared as docs/experiments/gpu_session.sh says (.whl/ carried); run from the repo root on the device.
 set -u
-source "$(dirname "$(command -v python3)")/activate"
-export PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/.whl PIP_DISABLE_PIP_VERSION_CHECK=1; unset CUDA_HOME
-mkdir -p /tmp/notorch/torch; echo 'raise ImportError("hidden")' > /tmp/notorch/torch/__init__.py
-PYTHONPATH=/tmp/notorch python -m pip install -q --no-build-isolation --no-deps .whl/fairseq-0.12.2.tar.gz > $OUT/install.log 2>&1
-sed -i '/^ctranslate2/d' requirements.txt
-EDITABLE=1 bash install.sh >> $OUT/install.log 2>&1; tail -1 $OUT/install.log
+. docs/experiments/gpu_install.sh "$OUT/install.log"
 timeout 120 python -m pytest -n 12 -v -p no:benchmark -p no:cacheprovider -rfE --timeout 110 tests/test_cuda.py \
   tests/test_bench_latency.py tests/test_bench_oracle.py "tests/test_registry.py::test_every_greedy_equivalent_decoder_equals_greedy" \
   "tests/test_recipes_dry_run.py::test_dry_run_chain" "tests/test_double_token_cli.py::test_systems_benchmark_side_by_side" > $OUT/tests.log 2>&1
