@@ -4,7 +4,8 @@
    output (teacher forcing = what lossless SpecDec sees: its prefix is always greedy's), saved.
 2. Each strategy's exact lossless trajectory over them: tokens per iteration, verified block
    tokens per iteration, and tokens per ms under a cost model: an iteration costs ITER_MS,
-   each verified token more or less than the 11 of a whole block ROW_MS
+   each verified token more or less than the 11 of a whole block ROW_MS (the core verifies a
+   draft up to its first EOS: the plain block is shorter than 11 near the end of a sentence)
    (docs/experiments/verifier_block_cost.py: 7.73 ms at 11, 9.28 ms at 21 tokens).
 
 Strategies: plain (the whole block of k), --draft-confidence (the block cut where the product
@@ -66,8 +67,14 @@ def matched(draft, y, p, start=0, limit=K):
     return n - start
 
 
+def useful(main, width=K):
+    """Drafted tokens the core verifies: up to and including the first EOS (id 2)."""
+    return min(width, main.index(2) + 1) if 2 in main[:width] else width
+
+
 def plain(top, prob, y, p):
-    return matched([t[0] for t in top], y, p) + 1, K + 1
+    main = [t[0] for t in top]
+    return matched(main, y, p) + 1, useful(main) + 1
 
 
 def confidence(threshold):
@@ -77,14 +84,15 @@ def confidence(threshold):
             if product < threshold:
                 width = j; break
             product *= prob[j][0]
-        return matched([t[0] for t in top], y, p, limit=width) + 1, width + 1
+        main = [t[0] for t in top]
+        return matched(main, y, p, limit=width) + 1, useful(main, width) + 1
     return strategy
 
 
 def tree(first, width, tail):
     def strategy(top, prob, y, p):
         main = [t[0] for t in top]
-        rows = K + 1 + (width - 1) * sum(1 + min(tail, K - 1 - i) for i in range(first))
+        rows = useful(main) + 1 + (width - 1) * sum(1 + min(tail, K - 1 - i) for i in range(first))
         n = matched(main, y, p)
         best = n + 1
         if n < first and p + n < len(y):
