@@ -14,26 +14,22 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
-from fairseq_plugins.decoding.draft_length import DraftGuard, confident_prefix
-from fairseq_plugins.decoding.drafters import Draft, Drafter
+from fairseq_plugins.decoding.draft_length import DraftGuard
+from fairseq_plugins.decoding.drafters import Drafter
 from tiny_models import build_transformer, make_batch, make_dictionary
 
 DICT = make_dictionary(12)
 
 
 class RandomDrafter(Drafter):
-    """Random tokens; ``with_lprobs``: with random log-probs (for --draft-confidence)."""
+    """Random tokens, with a chance of copying the verifier's last choices (to get accepts)."""
 
-    def __init__(self, seed, vocab, with_lprobs=False):
+    def __init__(self, seed, vocab):
         self.g = torch.Generator().manual_seed(seed)
         self.vocab = vocab
-        self.with_lprobs = with_lprobs
 
     def propose(self, tokens, lengths, k):
-        drafts = torch.randint(DICT.nspecial - 2, self.vocab, (tokens.size(0), k), generator=self.g)
-        if not self.with_lprobs:
-            return drafts
-        return Draft(drafts, torch.randn(tokens.size(0), k, self.vocab, generator=self.g).log_softmax(-1))
+        return torch.randint(DICT.nspecial - 2, self.vocab, (tokens.size(0), k), generator=self.g)
 
 
 class CountingDrafter(RandomDrafter):
@@ -90,19 +86,17 @@ def assert_same_hypotheses(reference, ours):
     max_len_b=st.integers(1, 16),
     min_len=st.integers(1, 3),
     length=st.sampled_from(["fixed", "adaptive", "measured"]),
-    confidence=st.sampled_from([0.0, 0.01, 0.3]),
 )
 def test_random_drafter_gives_greedy_output(seed, src_lengths, block_size, learned_pos, normalize_before,
-                                            eos_boost, max_len_a, max_len_b, min_len, length, confidence):
+                                            eos_boost, max_len_a, max_len_b, min_len, length):
     assume(min_len <= int(max_len_a * (max(src_lengths) + 1) + max_len_b))
     model = build_transformer(DICT, seed=seed % 50, learned_pos=learned_pos, normalize_before=normalize_before,
                               eos_boost=eos_boost)
     batch = make_batch(DICT, src_lengths, seed=seed)
     lengths = dict(max_len_a=max_len_a, max_len_b=max_len_b, min_len=min_len)
     reference = greedy(model, batch, **lengths)
-    cfg = SpeculativeConfig(block_size=block_size, adaptive=length != "fixed", measured=length == "measured",
-                            draft_confidence=confidence, **lengths)
-    generator = SpeculativeGenerator(model, DICT, RandomDrafter(seed, len(DICT), with_lprobs=confidence > 0), cfg)
+    cfg = SpeculativeConfig(block_size=block_size, adaptive=length != "fixed", measured=length == "measured", **lengths)
+    generator = SpeculativeGenerator(model, DICT, RandomDrafter(seed, len(DICT)), cfg)
     if length == "measured":  # random timings: drafting and not drafting in random turns
         generator.guard = DraftGuard(probe_every=3, clock=random_clock(seed))
     assert_same_hypotheses(reference, generator.generate([model], batch))
@@ -156,44 +150,6 @@ def test_perfect_drafter_needs_few_iterations(block_size):
         n = len(ref[0]["tokens"])
         assert out[0]["steps"] == -(-n // (block_size + 1))  # ceil: k drafts + 1 verifier token each
         assert sum(out[0]["accepted_per_iteration"]) == n
-
-
-def drafter_lprobs(drafts, p_drafted, vocab):
-    """(B, k, V) log-probs giving each drafted token probability ``p_drafted`` (B, k)."""
-    rest = ((1 - p_drafted) / (vocab - 1)).unsqueeze(-1).expand(*drafts.shape, vocab).clone()
-    return rest.scatter_(2, drafts.unsqueeze(-1), p_drafted.unsqueeze(-1)).log()
-
-
-def test_confident_prefix_cuts_where_the_drafters_probability_of_the_draft_falls():
-    drafts = torch.tensor([[5, 6, 7, 8], [5, 6, 7, 8], [9, 9, 9, 9]])
-    p = torch.tensor([[0.9, 0.5, 0.9, 0.9], [1.0, 1.0, 1.0, 1.0], [0.1, 1.0, 1.0, 1.0]])
-    lprobs = drafter_lprobs(drafts, p, 12)
-    pad = DICT.pad()
-    kept = confident_prefix(drafts, lprobs, 0.4, pad)  # row 0's products before each token: 1, .9, .45, .405
-    assert kept.tolist() == [[5, 6, 7, 8], [5, 6, 7, 8], [9, pad, pad, pad]]
-    assert confident_prefix(drafts, lprobs, 0.42, pad).tolist() == [[5, 6, 7, pad], [5, 6, 7, 8], [9, pad, pad, pad]]
-
-
-class ConfidentOracleDrafter(OracleDrafter):
-    """The reference output, each token drafted with probability 0.9."""
-
-    def propose(self, tokens, lengths, k):
-        drafts = super().propose(tokens, lengths, k)
-        return Draft(drafts, drafter_lprobs(drafts, torch.full(drafts.shape, 0.9), len(DICT)))
-
-
-def test_draft_confidence_verifies_only_the_confident_part_of_a_draft():
-    """0.9 ** 7 >= 0.45 > 0.9 ** 8: 7 of the 20 drafted tokens are verified, + the verifier's own."""
-    model = build_transformer(DICT, seed=3, eos_boost=0.3)
-    batch = make_batch(DICT, [3, 9, 1, 6], seed=1)
-    reference = greedy(model, batch, max_len_b=30)
-    drafter = ConfidentOracleDrafter([hypos[0]["tokens"] for hypos in reference])
-    cfg = SpeculativeConfig(block_size=20, max_len_b=30, draft_confidence=0.45)
-    ours = SpeculativeGenerator(model, DICT, drafter, cfg).generate([model], batch)
-    assert_same_hypotheses(reference, ours)
-    assert max(len(ref[0]["tokens"]) for ref in reference) > 8
-    for ref, out in zip(reference, ours):
-        assert out[0]["steps"] == -(-len(ref[0]["tokens"]) // 8)
 
 
 def test_random_drafter_never_needs_more_iterations_than_greedy_steps():

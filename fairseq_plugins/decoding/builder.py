@@ -9,12 +9,11 @@ from fairseq_plugins.decoding.core import SpeculativeGenerator
 from fairseq_plugins_compat.errors import PluginError
 
 
-def build_speculative(task, models, args, name, drafter, opts, block_size, beta=1, tau=0.0, draft_confidence=0.0):
+def build_speculative(task, models, args, name, drafter, opts, block_size, beta=1, tau=0.0):
     """A generator for ``--decoding name`` with ``drafter`` (a ``drafters.Drafter``).
 
     opts: the decoder's options (``options.DraftLengthOptions`` or a subclass);
-    block_size: k after the decoder's own default was applied; draft_confidence: see
-    ``draft_length.confident_prefix`` (0: every drafted token is verified)."""
+    block_size: k after the decoder's own default was applied."""
     options.check_generation_args(args, name)
     options.check_models_device(models)
     if len(models) != 1:
@@ -23,7 +22,7 @@ def build_speculative(task, models, args, name, drafter, opts, block_size, beta=
     lossless = beta == 1 and tau == 0.0  # measured: SpecDec++'s output depends on the drafts, so not on timings
     adaptive = length == "adaptive" or (length == "measured" and drafter.failures_persist)
     cfg = options.speculative_config(args, block_size, beta, tau, adaptive=adaptive,
-                                     measured=length == "measured" and lossless, draft_confidence=draft_confidence)
+                                     measured=length == "measured" and lossless)
     options.report_as_greedy(args, name)
     generator = SpeculativeGenerator(models[0], task.target_dictionary, drafter, cfg,
                                      verifier_linear=verifier_linear(str(opts.verifier_matmul), models[0]))

@@ -45,7 +45,6 @@ class SpeculativeConfig:
     measured: bool = False  # draft only while measured to pay (draft_length.DraftGuard)
     beta: int = 1  # SpecDec++ top-beta (1 with tau 0: vanilla, lossless)
     tau: float = 0.0  # SpecDec++ log-probability tolerance
-    draft_confidence: float = 0.0  # > 0: cut drafts where the drafter's probability of them falls below
     max_len_a: float = 0.0
     max_len_b: int = 200
     min_len: int = 1
@@ -166,10 +165,7 @@ class SpeculativeGenerator:
         k = max(0, min(int(state.k.max()), max_len - int(state.lengths.max()) + 1))
         if k == 0:
             return state.tokens[:, :0]
-        draft = draft_tokens(self.drafter.propose(state.tokens, state.lengths, k))
-        drafts = draft.tokens
-        if self.cfg.draft_confidence > 0 and draft.lprobs is not None:
-            drafts = draft_length.confident_prefix(drafts, draft.lprobs, self.cfg.draft_confidence, self.pad)
+        drafts = draft_tokens(self.drafter.propose(state.tokens, state.lengths, k)).tokens
         if self.cfg.adaptive:
             beyond = torch.arange(drafts.size(1), device=drafts.device).unsqueeze(0) >= state.k.unsqueeze(1)
             drafts = drafts.masked_fill(beyond, self.pad)

@@ -26,17 +26,6 @@ def initial_lengths(batch_size: int, k_max: int, device) -> Tensor:
     return torch.full((batch_size,), k_max, dtype=torch.long, device=device)
 
 
-def confident_prefix(drafts: Tensor, lprobs: Tensor, threshold: float, pad: int) -> Tensor:
-    """``--draft-confidence``: drafts (B, k) with the drafter's log-probs (B, k, V) -> the
-    drafts with pad from where the drafter's own probability of the draft so far falls below
-    ``threshold``: token j stays while p(d_1) * ... * p(d_{j-1}) >= threshold (the first token
-    always stays).  A verified token costs whether or not it is accepted, and the tokens after
-    an unlikely one are rarely accepted."""
-    picked = lprobs.gather(2, drafts.unsqueeze(-1)).squeeze(-1)  # (B, k) log p(d_j)
-    before = picked.cumsum(dim=1) - picked  # log of the product over the tokens before j
-    return drafts.masked_fill(before < math.log(threshold), pad)
-
-
 def next_lengths(k: Tensor, offered: Tensor, accepted: Tensor, k_max: int) -> Tensor:
     """k, offered, accepted: (B,) draft length asked, drafted tokens offered (non-pad,
     within the row's length), drafted tokens accepted -> (B,) next draft lengths."""

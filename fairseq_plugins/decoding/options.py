@@ -115,8 +115,7 @@ def check_models_device(models):
             raise PluginError("fp16 decoding needs a CUDA device: drop --fp16, or run on a GPU")
 
 
-def speculative_config(args, block_size, beta=1, tau=0.0, adaptive=False, measured=False,
-                       draft_confidence=0.0) -> SpeculativeConfig:
+def speculative_config(args, block_size, beta=1, tau=0.0, adaptive=False, measured=False) -> SpeculativeConfig:
     """A config from fairseq's generation options (``args``: cfg.generation)."""
     check_block_size(block_size)
     if block_size is None:
@@ -125,11 +124,8 @@ def speculative_config(args, block_size, beta=1, tau=0.0, adaptive=False, measur
         raise PluginError(f"--beta must be >= 1, got {beta}")
     if tau < 0:
         raise PluginError(f"--tau must be >= 0, got {tau}")
-    if not 0 <= draft_confidence < 1:
-        raise PluginError(f"--draft-confidence must be in [0, 1), got {draft_confidence}")
     return SpeculativeConfig(
         block_size=block_size, adaptive=adaptive, measured=measured, beta=beta, tau=tau,
-        draft_confidence=draft_confidence,
         max_len_a=getattr(args, "max_len_a", 0.0), max_len_b=getattr(args, "max_len_b", 200),
         min_len=getattr(args, "min_len", 1), unk_penalty=getattr(args, "unkpen", 0.0),
         len_penalty=getattr(args, "lenpen", 1.0), normalize_scores=not getattr(args, "unnormalized", False),

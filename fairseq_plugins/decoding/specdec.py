@@ -31,14 +31,6 @@ class SpecDecOptions(DrafterModelOptions):
         default=None, metadata={"help": "SpecDec++: ... and its log-probability is within tau of the top-1 "
                                         "(default 0 for specdec, 1.0 for specdec++; high-efficiency preset: "
                                         "--beta 5 --tau 3)"})
-    draft_confidence: Optional[float] = field(
-        default=None, metadata={"help": "verify a drafted token only while the drafter's own probability of the "
-                                        "draft up to it is at least this (p(d_1)...p(d_j-1) >= the value; the "
-                                        "first token is always verified): on a CPU each verified token costs "
-                                        "(~1 %% of an iteration on Multi30k) and the tokens after an unlikely one "
-                                        "are rarely accepted; specdec's output is unchanged; 0: the whole block; "
-                                        "default: 0.1 for specdec on a CPU, 0 otherwise (on a GPU a block's tokens "
-                                        "cost about the same as one; specdec++'s output depends on its drafts)"})
     draft_vocab_size: Optional[int] = field(
         default=None, metadata={"help": "the drafter proposes only among the N most frequent target tokens (the "
                                         "first N dictionary entries): its output layer costs N/V of the full one; "
@@ -118,7 +110,6 @@ class BlockDrafter(Drafter):
             self.encoder_out = self.model.encoder.reorder_encoder_out(self.encoder_out, rows)
 
 
-DRAFT_CONFIDENCE_CPU = 0.1  # Multi30k valid, batch 1: 3.13 vs 3.15 tokens per iteration, ~4 of 11 block tokens fewer
 DRAFT_VOCAB_COVERAGE = 0.95  # Multi30k valid: 96 % of the counts drafted as many tokens per iteration as all
 
 
@@ -179,11 +170,7 @@ def _build_specdec(name):
             logger.info(f"{name}: the drafter proposes among the {vocab_limit} most frequent of {len(dictionary)} "
                         f"tokens ({DRAFT_VOCAB_COVERAGE:.0%} of the dictionary's counts; --draft-vocab-size 0: all)")
         adapter = BlockDrafter(drafter, vocab_limit=vocab_limit, linear=drafter_linear(opts, name, drafter))
-        confidence = opts.draft_confidence
-        if confidence is None:
-            on_cpu = next(drafter.parameters()).device.type == "cpu"
-            confidence = DRAFT_CONFIDENCE_CPU if name == "specdec" and on_cpu else 0.0
-        return build_speculative(task, models, args, name, adapter, opts, block_size, beta, tau, confidence)
+        return build_speculative(task, models, args, name, adapter, opts, block_size, beta, tau)
 
     return build
 
