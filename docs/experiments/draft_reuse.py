@@ -4,23 +4,11 @@ token in the next iteration instead of calling the drafter (its block prediction
 depend on d_n), saving the drafter's share of that iteration.  Cost model in greedy steps:
 an iteration FRESH, one without the drafter FRESH - DRAFTER (README Results' profile).
 Run from the repository root after draft_strategies.py: RUNS=... python docs/experiments/draft_reuse.py [N_SENT]"""
-import json, os, sys
-RUNS = os.environ.get("RUNS", "../runs")
-N_SENT = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+import json
+from draft_strategies import CACHE, matched, useful  # the drafts, their N_SENT (argv[1]) and their helpers
+
 FRESH, DRAFTER = 1.72, 0.55
-data = json.load(open(f"{RUNS}/draft_strategies_{N_SENT}.json"))
-
-
-def matched(draft, y, p):
-    n = 0
-    while n < len(draft) and p + n < len(y) and draft[n] == y[p + n]:
-        n += 1
-    return n
-
-
-def verified(draft):
-    """What the core verifies: up to and including the first EOS (id 2)."""
-    return draft[: draft.index(2) + 1] if 2 in draft else draft
+data = json.load(open(CACHE))
 
 
 def run(min_left, only_if_alternative):
@@ -30,7 +18,8 @@ def run(min_left, only_if_alternative):
         y, top, p, left = s["y"], s["top"], 0, None
         while p < len(y):
             reuse = left is not None and len(left) >= min_left
-            draft = left if reuse else verified([t[0] for t in top[p]])
+            main = [t[0] for t in top[p]]
+            draft = left if reuse else main[:useful(main)]
             n = matched(draft, y, p)
             step = min(n + 1, len(y) - p)
             left = None

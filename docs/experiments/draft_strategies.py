@@ -8,8 +8,8 @@
    draft up to its first EOS: the plain block is shorter than 11 near the end of a sentence)
    (docs/experiments/verifier_block_cost.py: 7.73 ms at 11, 9.28 ms at 21 tokens).
 
-Strategies: plain (the whole block of k), --draft-confidence (the block cut where the product
-of the drafter's probabilities falls below a threshold), and draft trees: the drafter's 2nd/3rd
+Strategies: plain (the whole block of k), a confidence cut (the block cut where the product
+of the drafter's probabilities falls below a threshold: b2ba164's --draft-confidence, removed), and draft trees: the drafter's 2nd/3rd
 token as a branch at each of the first B positions, followed by `tail` of the main draft.
 Run from the repository root: RUNS=... python docs/experiments/draft_strategies.py [N_SENT [ITER_MS ROW_MS]]"""
 import json, math, os, sys
@@ -107,7 +107,7 @@ if __name__ == "__main__":
     data = json.load(open(CACHE)) if os.path.exists(CACHE) else teacher_forced_drafts()
     json.dump(data, open(CACHE, "w"))
     rows = [("plain (whole block)", plain)]
-    rows += [(f"--draft-confidence {th}", confidence(th)) for th in (0.05, 0.1, 0.2, 0.3)]
+    rows += [(f"confidence cut at {th}", confidence(th)) for th in (0.05, 0.1, 0.2, 0.3)]
     rows += [(f"tree: top-{w} at the first {b} positions + {tail} main drafts", tree(b, w, tail))
              for b in (2, 3, 10) for w in (2, 3) for tail in (0, 2)]
     base = run(data, plain)[2]
