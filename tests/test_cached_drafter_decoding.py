@@ -1,5 +1,6 @@
 """SpecDec with the drafter's KV cache: the same drafts as without it (so the same iterations)
 and greedy's output, over random verifiers/drafters, ragged batches, fixed and adaptive length."""
+import pytest
 import torch
 from fairseq.sequence_generator import SequenceGenerator
 from hypothesis import HealthCheck, given, settings
@@ -7,8 +8,9 @@ from hypothesis import strategies as st
 
 from drafter_helpers import build_drafter, build_verifier, make_dictionary
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
+from fairseq_plugins.decoding.fast_decoder import HalfWeightLinears, half_weights_available
 from fairseq_plugins.decoding.specdec import BlockDrafter
-from tiny_models import make_batch
+from tiny_models import make_batch, round_to_half
 
 DICT = make_dictionary(14)
 
@@ -105,6 +107,29 @@ def test_int8_drafter_keeps_greedy_output(seed, src_lengths, k, adaptive, limit)
         assert out[0]["tokens"].tolist() == reference[0]["tokens"].tolist()
 
 
+@pytest.mark.skipif(not half_weights_available(), reason="no fbgemm float16 linear")
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 500), src_lengths=st.lists(st.integers(1, 9), min_size=1, max_size=4),
+       k=st.integers(1, 4), limit=st.sampled_from([0, 9]))
+def test_half_weight_products_keep_greedy_output(seed, src_lengths, k, limit):
+    """``--verifier-matmul auto`` and ``--drafter-precision auto`` on models whose weights are
+    float16 numbers (an ``export_checkpoint --fp16`` pair): both run float16-stored weights,
+    and the output is still fairseq's greedy, token for token."""
+    verifier = round_to_half(build_verifier(DICT, seed=seed))
+    drafter = round_to_half(build_drafter(DICT, seed=seed + 1))
+    batch = make_batch(DICT, src_lengths, seed=seed)
+    adapter = BlockDrafter(drafter, vocab_limit=limit, linear=HalfWeightLinears())
+    generator = SpeculativeGenerator(verifier, DICT, adapter, SpeculativeConfig(block_size=k, max_len_b=14),
+                                     verifier_linear=HalfWeightLinears())
+    ours = generator.generate([verifier], batch)
+    greedy = SequenceGenerator([verifier], DICT, beam_size=1, max_len_b=14).generate([verifier], batch)
+    assert adapter.cache.layers is not None and adapter.linear.halves and generator.verifier_linear.halves
+    assert all(entry[2] is not None for entry in generator.verifier_linear.halves.values())
+    for out, reference in zip(ours, greedy):
+        assert out[0]["tokens"].tolist() == reference[0]["tokens"].tolist()
+        torch.testing.assert_close(out[0]["positional_scores"], reference[0]["positional_scores"], rtol=0, atol=1e-5)
+
+
 def test_int8_drafter_proposes_close_to_the_float_one():
     """int8 weights and inputs: log-probs within quantisation error of float's (same shapes,
     renormalised over the limited vocabulary)."""
@@ -130,11 +155,10 @@ def test_int8_drafter_proposes_close_to_the_float_one():
 
 
 def test_drafter_precision_option():
-    """auto = int8 for lossless specdec on CPU only, else float (a float32 cache on a CPU: packed
-    weights); int8 refused where it cannot run."""
+    """auto = float16-stored weights for a drafter whose weights are float16 numbers, else int8
+    for lossless specdec on CPU only, else float (a float32 cache on a CPU: float16-stored
+    weights where exact, packed elsewhere); int8 refused where it cannot run."""
     from types import SimpleNamespace
-
-    import pytest
 
     from fairseq_plugins.decoding.fast_decoder import Int8Linears, PackedLinears, packed_available
     from fairseq_plugins.decoding.specdec import drafter_linear
@@ -142,9 +166,12 @@ def test_drafter_precision_option():
 
     drafter = build_drafter(DICT, seed=1)
     assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec", drafter), Int8Linears)
-    float32 = PackedLinears if packed_available() else type(None)
+    float32 = HalfWeightLinears if half_weights_available() else PackedLinears if packed_available() else type(None)
     assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec++", drafter), float32)
     assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="float"), "specdec", drafter), float32)
+    halves = round_to_half(build_drafter(DICT, seed=1))
+    auto = Int8Linears if not half_weights_available() else HalfWeightLinears
+    assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec", halves), auto)
     assert drafter_linear(SimpleNamespace(drafter_precision="float"), "specdec", drafter.double()) is None
     drafter.float()
     assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="int8"), "specdec++", drafter), Int8Linears)

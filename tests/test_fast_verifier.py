@@ -12,17 +12,18 @@ from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
 from fairseq_plugins.decoding import fast_decoder
-from fairseq_plugins.decoding.fast_decoder import (Int8Linears, PackedLinears, float_linear, int8_available,
-                                                  packed_available)
+from fairseq_plugins.decoding.fast_decoder import (HalfWeightLinears, Int8Linears, PackedLinears, float_linear,
+                                                  half_weights_available, int8_available, packed_available)
 from fairseq_plugins.decoding.incremental import VerifierCache
-from tiny_models import DictTask, build_transformer, make_batch, make_dictionary
+from tiny_models import DictTask, build_transformer, make_batch, make_dictionary, round_to_half
 from test_speculative_parity import RandomDrafter
 
 DICT = make_dictionary(30)
 
 
-def build_model(seed=0, dtype=torch.float32, **options):
-    """A random 2-layer transformer; ``options`` are fairseq architecture arguments."""
+def build_model(seed=0, dtype=torch.float32, half_numbers=True, **options):
+    """A random 2-layer transformer, its weights float16 numbers (:func:`round_to_half`) unless
+    ``half_numbers`` is false; ``options`` are fairseq architecture arguments."""
     args = argparse.Namespace(
         encoder_layers=2, decoder_layers=2, encoder_embed_dim=16, decoder_embed_dim=16,
         encoder_ffn_embed_dim=32, decoder_ffn_embed_dim=32, encoder_attention_heads=2,
@@ -35,12 +36,14 @@ def build_model(seed=0, dtype=torch.float32, **options):
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0, 0.3) if p.dim() == 1 else p.normal_(0, 16 ** -0.5)
-    return model.to(dtype).eval()
+    return (round_to_half(model) if half_numbers else model).to(dtype).eval()
 
 
 LINEARS = [pytest.param(float_linear, id="F.linear"),
            pytest.param(PackedLinears(min_elements=0), id="packed",
-                        marks=pytest.mark.skipif(not packed_available(), reason="no oneDNN packed linear"))]
+                        marks=pytest.mark.skipif(not packed_available(), reason="no oneDNN packed linear")),
+           pytest.param(HalfWeightLinears(), id="half-weights",
+                        marks=pytest.mark.skipif(not half_weights_available(), reason="no fbgemm float16 linear"))]
 
 
 def drive_both(model, seed, lengths=(5, 2, 9), iterations=8, max_block=5, linear=float_linear):
@@ -138,7 +141,7 @@ def test_small_weights_keep_f_linear(monkeypatch):
 
 
 def test_double_precision_is_exact_enough():
-    outputs = drive_both(build_model(2, dtype=torch.float64), seed=2)
+    outputs = drive_both(build_model(2, dtype=torch.float64, half_numbers=False), seed=2)
     for fast_lprobs, _, slow_lprobs, _ in outputs:
         torch.testing.assert_close(fast_lprobs, slow_lprobs, rtol=0, atol=1e-12)
 
@@ -178,7 +181,7 @@ def test_unsupported_configuration_falls_back(options, reason):
 @pytest.mark.parametrize("linear", LINEARS)
 def test_float32_generation_matches_fairseq_greedy(linear):
     for seed in range(4):
-        model = build_transformer(DICT, seed=seed, eos_boost=1.0, dtype=torch.float32)
+        model = round_to_half(build_transformer(DICT, seed=seed, eos_boost=1.0, dtype=torch.float32))
         batch = make_batch(DICT, [5, 2, 9, 4], seed=seed)
         reference = SequenceGenerator([model], DICT, beam_size=1, max_len_b=20).generate([model], batch)
         generator = SpeculativeGenerator(model, DICT, RandomDrafter(seed, len(DICT)),
@@ -190,18 +193,50 @@ def test_float32_generation_matches_fairseq_greedy(linear):
 
 
 def test_verifier_matmul_option_chooses_the_products():
-    """``--verifier-matmul``: auto packs a float32 CPU verifier (when oneDNN is there), plain
-    and other dtypes keep F.linear; every speculative decoder has the option."""
+    """``--verifier-matmul``: auto stores a float32 CPU verifier's float16-number weights as
+    float16 (when fbgemm is there), packed packs them all, plain and other dtypes keep
+    F.linear; every speculative decoder has the option."""
     from fairseq_plugins.decoding.builder import verifier_linear
     from fairseq_plugins.decoding.registry import DECODERS
 
     model = build_model(0)
     assert verifier_linear("plain", model) is float_linear
     assert verifier_linear("auto", model.double()) is float_linear
-    auto = verifier_linear("auto", model.float())
-    assert isinstance(auto, PackedLinears) if packed_available() else auto is float_linear
+    auto, packed = verifier_linear("auto", model.float()), verifier_linear("packed", model)
+    assert isinstance(auto, HalfWeightLinears) if half_weights_available() else not isinstance(auto, HalfWeightLinears)
+    assert isinstance(packed, PackedLinears) if packed_available() else packed is float_linear
     for name in ("specdec", "specdec++", "iad", "jacobi", "gs-jacobi", "hybrid-jacobi"):
         assert "verifier_matmul" in DECODERS[name].option_names()
+
+
+@pytest.mark.skipif(not half_weights_available(), reason="no fbgemm float16 linear")
+def test_half_weights_only_for_float16_numbers():
+    """A weight whose elements are float16 numbers is stored as float16, and its product is
+    F.linear's to float32 rounding at any number of rows (one included); any other weight,
+    and weights under ``min_elements``, run as the fallback (here F.linear itself); a weight
+    changed in place is packed again, and ``forget`` drops every packed weight."""
+    torch.manual_seed(0)
+    exact, inexact = round_to_half(torch.nn.Linear(24, 40)), torch.nn.Linear(24, 40)
+    linears = HalfWeightLinears(fallback=float_linear)
+    for shape in ((1, 24), (1, 1, 24), (5, 24), (3, 4, 24)):
+        x = torch.randn(*shape)
+        torch.testing.assert_close(linears(exact)(x), torch.nn.functional.linear(x, exact.weight, exact.bias),
+                                   rtol=0, atol=1e-6)
+        torch.testing.assert_close(linears(exact, 7)(x), torch.nn.functional.linear(x, exact.weight[:7],
+                                                                                   exact.bias[:7]), rtol=0, atol=1e-6)
+        assert torch.equal(linears(inexact)(x), torch.nn.functional.linear(x, inexact.weight, inexact.bias))
+    stored = {key: halves[2] is not None for key, halves in linears.halves.items()}
+    assert stored == {(id(exact), 0): True, (id(exact), 7): True, (id(inexact), 0): False}
+    with torch.no_grad():
+        exact.weight.mul_(-2.0)  # still float16 numbers
+    x = torch.randn(3, 24)
+    torch.testing.assert_close(linears(exact)(x), torch.nn.functional.linear(x, exact.weight, exact.bias),
+                               rtol=0, atol=1e-6)
+    big_only = HalfWeightLinears(min_elements=24 * 41, fallback=float_linear)
+    assert torch.equal(big_only(exact)(x), torch.nn.functional.linear(x, exact.weight, exact.bias))
+    assert not big_only.halves
+    linears.forget()
+    assert not linears.halves
 
 
 @pytest.mark.skipif(not packed_available(), reason="no oneDNN packed linear")
@@ -224,14 +259,15 @@ def test_eval_bleu_generator_packs_the_weights_of_each_validation(tmp_path):
                               dropout=0.0, max_source_positions=64, max_target_positions=64)
     base_architecture(args)
     torch.manual_seed(0)
-    model = task.build_model(args).float().eval()
+    model = round_to_half(task.build_model(args).float().eval())  # float16 numbers: HalfWeightLinears stores them
     validation = task.sequence_generator
-    assert validation.repack and isinstance(validation.verifier_linear, PackedLinears)
+    assert validation.repack and isinstance(validation.verifier_linear, (PackedLinears, HalfWeightLinears))
     sample = make_batch(task.target_dictionary, [5, 7, 6, 4])
     validation.generate([model], sample)  # packs the weights as they are now
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.data.add_(torch.randn_like(parameter), alpha=0.5)  # as an optimizer step does
+            parameter.data.copy_(parameter.data.half().float())  # as one with --fp16 weights would
     fresh = task.build_generator([model], argparse.Namespace(max_len_b=12))
     expected = [hyps[0]["tokens"].tolist() for hyps in fresh.generate([model], sample)]
     assert [hyps[0]["tokens"].tolist() for hyps in validation.generate([model], sample)] == expected

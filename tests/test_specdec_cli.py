@@ -39,6 +39,26 @@ def test_specdec_equals_greedy_through_fairseq_generate(reverse_data, tiny_check
 
 
 @pytest.mark.slow
+def test_fp16_exported_pair_equals_greedy(reverse_data, tiny_checkpoint, drafter, tmp_path):
+    """A pair exported with ``export_checkpoint --fp16`` (weights that are float16 numbers, loaded
+    as float32): the defaults store them as float16 in the verifier's and the drafter's products
+    (fast_decoder.HalfWeightLinears), and the output is still ``--beam 1``'s on that checkpoint."""
+    from fairseq_plugins.scripts.export_checkpoint import export
+
+    verifier, small_drafter = tmp_path / "verifier.pt", tmp_path / "drafter.pt"
+    export(tiny_checkpoint, verifier, fp16=True)
+    export(drafter, small_drafter, fp16=True)
+    for batch_size in (1, 5):
+        common = ["--path", verifier, "--gen-subset", "test", "--batch-size", batch_size, "--max-len-b", 30]
+        greedy = run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout
+        specdec = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, "--drafter-path", small_drafter,
+                          "--decoding", "specdec")
+        assert tokens_only(specdec.stdout) == tokens_only(greedy) and len(tokens_only(greedy)) == 24
+        assert "the verifier's weights are float16 numbers" in specdec.stderr
+        assert "the drafter's weights are float16 numbers" in specdec.stderr
+
+
+@pytest.mark.slow
 def test_specdec_plus_plus_and_drafter_only_run(reverse_data, tiny_checkpoint, drafter):
     common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--max-len-b", 30, "--drafter-path", drafter]
     for extra in (["--decoding", "specdec++"], ["--decoding", "specdec++", "--beta", 5, "--tau", 3.0],

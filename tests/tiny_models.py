@@ -54,3 +54,13 @@ def make_batch(dictionary, lengths, seed=0):
         words = torch.randint(n_special, len(dictionary), (n,), generator=g)
         src[i, max_len - n - 1:] = torch.cat([words, torch.tensor([dictionary.eos()])])
     return {"id": torch.arange(len(lengths)), "net_input": {"src_tokens": src, "src_lengths": torch.tensor(lengths) + 1}}
+
+
+def round_to_half(model):
+    """The model with every weight rounded to the nearest float16 number, kept in its dtype (what
+    ``export_checkpoint --fp16`` and loading back give): ``HalfWeightLinears`` then stores its
+    weights as float16 instead of falling back."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.half().to(p.dtype))
+    return model

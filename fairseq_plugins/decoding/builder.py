@@ -1,12 +1,15 @@
 """The one builder of the speculative decoders: checks fairseq's options, loads a drafter
 checkpoint when the decoder needs one, and returns a ``SpeculativeGenerator``."""
 import atexit
+import logging
 
 import torch
 
 from fairseq_plugins.decoding import options
 from fairseq_plugins.decoding.core import SpeculativeGenerator
 from fairseq_plugins_compat.errors import PluginError
+
+logger = logging.getLogger(__name__)
 
 
 def build_speculative(task, models, args, name, drafter, opts, block_size, beta=1, tau=0.0):
@@ -25,20 +28,28 @@ def build_speculative(task, models, args, name, drafter, opts, block_size, beta=
                                      measured=length == "measured" and lossless)
     options.report_as_greedy(args, name)
     generator = SpeculativeGenerator(models[0], task.target_dictionary, drafter, cfg,
-                                     verifier_linear=verifier_linear(str(opts.verifier_matmul), models[0]))
+                                     verifier_linear=verifier_linear(str(opts.verifier_matmul), models[0], name))
     log_stats_at_exit(generator.stats, name)
     return generator
 
 
-def verifier_linear(choice: str, verifier):
-    """How the verifier cache runs an ``nn.Linear`` (``--verifier-matmul``): oneDNN-packed
-    float32 for a float32 model on a CPU with oneDNN (``auto``), else ``F.linear``."""
-    from fairseq_plugins.decoding.fast_decoder import PackedLinears, float_linear, packed_available
+def verifier_linear(choice: str, verifier, name: str = "decoding"):
+    """How the verifier cache runs an ``nn.Linear`` (``--verifier-matmul``) on a float32 CPU
+    model: ``auto``: float16-stored weights where they are float16 numbers
+    (``HalfWeightLinears``), oneDNN-packed float32 for the others; ``packed``: oneDNN-packed
+    float32 for all; ``plain`` (and CUDA, other dtypes, a PyTorch without those kernels): ``F.linear``."""
+    from fairseq_plugins.decoding.fast_decoder import (HalfWeightLinears, PackedLinears, float_linear, half_exact,
+                                                       half_weights_available, packed_available)
 
     param = next(verifier.parameters())
-    if choice == "auto" and param.device.type == "cpu" and param.dtype == torch.float32 and packed_available():
-        return PackedLinears()
-    return float_linear
+    if choice == "plain" or param.device.type != "cpu" or param.dtype != torch.float32:
+        return float_linear
+    if choice == "auto" and half_weights_available():
+        if all(half_exact(p) for p in verifier.parameters() if p.dim() == 2):
+            logger.info(f"{name}: the verifier's weights are float16 numbers: its products read them stored as "
+                        "float16, in float32 arithmetic (--verifier-matmul packed: float32 storage)")
+        return HalfWeightLinears(fallback=PackedLinears() if packed_available() else float_linear)
+    return PackedLinears() if packed_available() else float_linear
 
 
 def log_stats_at_exit(stats, name):

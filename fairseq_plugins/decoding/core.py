@@ -16,7 +16,7 @@ from torch import Tensor
 
 from fairseq_plugins.decoding import acceptance, draft_length
 from fairseq_plugins.decoding.drafters import BatchStart, Iteration, draft_tokens
-from fairseq_plugins.decoding.fast_decoder import PackedLinears, float_linear
+from fairseq_plugins.decoding.fast_decoder import float_linear
 from fairseq_plugins.decoding.fast_encoder import encoder_function
 from fairseq_plugins.decoding.incremental import VerifierCache
 from fairseq_plugins.decoding.stats import DecodingStats
@@ -84,7 +84,7 @@ class SpeculativeGenerator:
 
     ``repack``: pack the verifier's weights afresh on every ``generate`` (``--eval-bleu``'s
     generator, whose verifier is trained between calls: an optimizer changes the weights
-    through ``.data``, which ``PackedLinears``' version stamp does not see)."""
+    through ``.data``, which the version stamp of ``PackedLinears`` and ``HalfWeightLinears`` does not see)."""
 
     def __init__(self, verifier, tgt_dict, drafter, cfg: SpeculativeConfig, stats: DecodingStats = None,
                  verifier_linear=float_linear):
@@ -116,8 +116,8 @@ class SpeculativeGenerator:
         src_tokens, src_lengths = net_input["src_tokens"], net_input["src_lengths"]
         limits = self.limits(src_tokens)
         bsz, section = src_tokens.size(0), self.profiler.section
-        if self.repack and isinstance(self.verifier_linear, PackedLinears):
-            self.verifier_linear = PackedLinears()
+        if self.repack and hasattr(self.verifier_linear, "forget"):
+            self.verifier_linear.forget()
         with section("encoder"):  # 1. encode once
             encode = encoder_function(self.verifier.encoder, self.verifier_linear)  # packed: fast_encoder's
             encoder_out = encode(src_tokens, src_lengths=src_lengths)

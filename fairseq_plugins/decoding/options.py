@@ -24,12 +24,14 @@ DRAFT_LENGTH_HELP = (
 )
 
 VERIFIER_MATMUL_HELP = (
-    "how the verifier's matrix products over a block of tokens run: auto (the default): on a CPU with oneDNN, "
-    "float32 with every weight of 2**17 elements or more packed once into oneDNN's layout (2-4x faster for a "
-    "block than F.linear, which re-arranges the weight on every call; one-token products and smaller weights, "
-    "whose packed call costs more than it saves, stay fairseq's own F.linear); plain: F.linear, as "
-    "fairseq.  Both are float32; their results can differ in the last bits (another summation order), as "
-    "F.linear's own do between one token and a block; the parity tests hold either way.  CUDA: always plain"
+    "how the verifier's matrix products run on a CPU (float32 arithmetic in every case): auto (the default): "
+    "weights that are float16 numbers (a checkpoint saved with --fp16 or exported by export_checkpoint --fp16) "
+    "are stored as float16 and widened to float32 in the product (fbgemm, x86: half the bytes read per token, "
+    "the same weights bit for bit), the others as in packed; packed: every weight of 2**17 elements or more "
+    "packed once into oneDNN's float32 layout (2-4x faster for a block than F.linear, which re-arranges the "
+    "weight on every call; one-token products and smaller weights stay F.linear); plain: F.linear, as "
+    "fairseq.  Their results can differ in the last bits (another summation order), as F.linear's own do "
+    "between one token and a block; the parity tests hold for each.  CUDA: always plain"
 )
 
 
@@ -50,7 +52,7 @@ class DraftLengthOptions(BlockSizeOptions):
 
     draft_length: ChoiceEnum(["adaptive", "fixed", "measured"]) = field(
         default="measured", metadata={"help": DRAFT_LENGTH_HELP, "aliases": ("length",)})
-    verifier_matmul: ChoiceEnum(["auto", "plain"]) = field(
+    verifier_matmul: ChoiceEnum(["auto", "packed", "plain"]) = field(
         default="auto", metadata={"help": VERIFIER_MATMUL_HELP})
 
 

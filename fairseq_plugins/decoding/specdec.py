@@ -11,7 +11,9 @@ from fairseq.dataclass import ChoiceEnum
 
 from fairseq_plugins.decoding.builder import build_speculative, load_drafter
 from fairseq_plugins.decoding.drafters import Draft, Drafter
-from fairseq_plugins.decoding.fast_decoder import Int8Linears, PackedLinears, int8_available, packed_available
+from fairseq_plugins.decoding.fast_decoder import (HalfWeightLinears, Int8Linears, PackedLinears, float_linear,
+                                                   half_exact, half_weights_available, int8_available,
+                                                   packed_available)
 from fairseq_plugins.decoding.options import DrafterModelOptions
 from fairseq_plugins.decoding.registry import register_decoder
 from fairseq_plugins.models.drafter_cache import DrafterCache
@@ -43,11 +45,14 @@ class SpecDecOptions(DrafterModelOptions):
                                           "and inputs (fbgemm, CPU; weights under 2**17 elements stay float, "
                                           "where int8's fixed cost per call is larger): a quarter of the bytes a "
                                           "product reads, the drafts may differ a little, lossless specdec's "
-                                          "output never does; float "
-                                          "= as loaded (the verifier's dtype); auto (the default): int8 for specdec "
-                                          "on a CPU with the int8 kernels, float otherwise (specdec++, whose output "
-                                          "depends on the drafts; CUDA); a float32 drafter cache on a CPU packs "
-                                          "its weights once in oneDNN's layout (fast_decoder.PackedLinears)",
+                                          "output never does; float = as loaded (the verifier's dtype; a float32 "
+                                          "drafter cache on a CPU stores weights that are float16 numbers as "
+                                          "float16, widened to float32 in the product, as --verifier-matmul auto, "
+                                          "and packs the others in oneDNN's layout); auto (the default): float "
+                                          "when the drafter's weights are float16 numbers (a checkpoint exported "
+                                          "with --fp16: measured faster than int8), else int8 for specdec on a CPU "
+                                          "with the int8 kernels, float otherwise (specdec++, whose output depends "
+                                          "on the drafts; CUDA)",
                                   "aliases": ("drafter_dtype",)})
 
 
@@ -132,13 +137,19 @@ def frequent_entries(dictionary, coverage: float = DRAFT_VOCAB_COVERAGE) -> int:
 
 def drafter_linear(opts, name: str, drafter):
     """How the drafter cache runs an nn.Linear (``--drafter-precision``): ``Int8Linears``
-    (int8), ``PackedLinears`` (a float32 cache on a CPU with oneDNN) or None (as loaded)."""
+    (int8); for float, on a CPU with a float32 cache, ``HalfWeightLinears`` (float16-stored
+    weights where they are float16 numbers, packed float32 elsewhere) or ``PackedLinears``;
+    None (as loaded) otherwise."""
     precision = opts.drafter_precision
     param = next(drafter.parameters())
     on_cpu = param.device.type == "cpu"
     cached = getattr(drafter.decoder, "prefix_causal", False)
+    float_cache = cached and on_cpu and param.dtype == torch.float32
+    half = precision == "auto" and float_cache and half_weights_available() and \
+        all(half_exact(p) for p in drafter.decoder.parameters() if p.dim() == 2)
     if precision == "auto":
-        precision = "int8" if name == "specdec" and on_cpu and cached and int8_available() else "float"
+        int8 = name == "specdec" and on_cpu and cached and int8_available()
+        precision = "int8" if int8 and not half else "float"
     elif precision == "int8" and not on_cpu:
         raise PluginError("--drafter-precision int8 runs on CPU only (fbgemm); use float on CUDA")
     elif precision == "int8" and not int8_available():
@@ -149,9 +160,13 @@ def drafter_linear(opts, name: str, drafter):
     if precision == "int8":
         logger.info(f"{name}: the drafter's matrix products run in int8 (--drafter-precision float: as loaded)")
         return Int8Linears()
-    if cached and on_cpu and param.dtype == torch.float32 and packed_available():
-        return PackedLinears()
-    return None
+    if not float_cache:
+        return None
+    if half:
+        logger.info(f"{name}: the drafter's weights are float16 numbers: its products read them stored as float16, "
+                    "in float32 arithmetic (--drafter-precision int8: int8)")
+    packed = PackedLinears() if packed_available() else float_linear
+    return HalfWeightLinears(fallback=packed) if half_weights_available() else packed
 
 
 def _build_specdec(name):
