@@ -110,15 +110,17 @@ def test_int8_drafter_keeps_greedy_output(seed, src_lengths, k, adaptive, limit)
 @pytest.mark.skipif(not half_weights_available(), reason="no fbgemm float16 linear")
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 500), src_lengths=st.lists(st.integers(1, 9), min_size=1, max_size=4),
-       k=st.integers(1, 4), limit=st.sampled_from([0, 9]))
-def test_half_weight_products_keep_greedy_output(seed, src_lengths, k, limit):
-    """``--verifier-matmul auto`` and ``--drafter-precision auto`` on models whose weights are
-    float16 numbers (an ``export_checkpoint --fp16`` pair): both run float16-stored weights,
-    and the output is still fairseq's greedy, token for token."""
+       k=st.integers(1, 4), limit=st.sampled_from([0, 9]), exported_drafter=st.booleans())
+def test_half_weight_products_keep_greedy_output(seed, src_lengths, k, limit, exported_drafter):
+    """``--verifier-matmul auto`` and ``--drafter-precision auto`` on a verifier whose weights
+    are float16 numbers (``export_checkpoint --fp16``) and a drafter exported so too or not
+    (``--drafter-precision fp16`` then rounds its weights): both run float16-stored weights, and
+    the output is still fairseq's greedy, token for token."""
     verifier = round_to_half(build_verifier(DICT, seed=seed))
-    drafter = round_to_half(build_drafter(DICT, seed=seed + 1))
+    drafter = build_drafter(DICT, seed=seed + 1)
+    drafter = round_to_half(drafter) if exported_drafter else drafter
     batch = make_batch(DICT, src_lengths, seed=seed)
-    adapter = BlockDrafter(drafter, vocab_limit=limit, linear=HalfWeightLinears())
+    adapter = BlockDrafter(drafter, vocab_limit=limit, linear=HalfWeightLinears(round_weights=True))
     generator = SpeculativeGenerator(verifier, DICT, adapter, SpeculativeConfig(block_size=k, max_len_b=14),
                                      verifier_linear=HalfWeightLinears())
     ours = generator.generate([verifier], batch)
@@ -155,27 +157,34 @@ def test_int8_drafter_proposes_close_to_the_float_one():
 
 
 def test_drafter_precision_option():
-    """auto = float16-stored weights for a drafter whose weights are float16 numbers, else int8
-    for lossless specdec on CPU only, else float (a float32 cache on a CPU: float16-stored
-    weights where exact, packed elsewhere); int8 refused where it cannot run."""
+    """auto = float16-stored weights (rounded) for lossless specdec on an x86 CPU, int8 where
+    fbgemm has no float16 product, else float (a float32 cache on a CPU: float16-stored weights
+    where they are float16 numbers, packed elsewhere); fp16 and int8 refused where they cannot run."""
     from types import SimpleNamespace
 
     from fairseq_plugins.decoding.fast_decoder import Int8Linears, PackedLinears, packed_available
     from fairseq_plugins.decoding.specdec import drafter_linear
     from fairseq_plugins_compat.errors import PluginError
 
+    def chosen(precision, name, model):
+        return drafter_linear(SimpleNamespace(drafter_precision=precision), name, model)
+
     drafter = build_drafter(DICT, seed=1)
-    assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec", drafter), Int8Linears)
+    auto = chosen("auto", "specdec", drafter)
+    if half_weights_available():
+        assert isinstance(auto, HalfWeightLinears) and auto.round_weights
+        assert isinstance(chosen("fp16", "specdec++", drafter), HalfWeightLinears)
+    else:
+        assert isinstance(auto, Int8Linears)
     float32 = HalfWeightLinears if half_weights_available() else PackedLinears if packed_available() else type(None)
-    assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec++", drafter), float32)
-    assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="float"), "specdec", drafter), float32)
-    halves = round_to_half(build_drafter(DICT, seed=1))
-    auto = Int8Linears if not half_weights_available() else HalfWeightLinears
-    assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec", halves), auto)
+    for precision, name in (("auto", "specdec++"), ("float", "specdec")):
+        linear = chosen(precision, name, drafter)
+        assert isinstance(linear, float32) and not getattr(linear, "round_weights", False)
     assert drafter_linear(SimpleNamespace(drafter_precision="float"), "specdec", drafter.double()) is None
     drafter.float()
     assert isinstance(drafter_linear(SimpleNamespace(drafter_precision="int8"), "specdec++", drafter), Int8Linears)
     drafter.decoder.prefix_causal = False  # no cache: the int8 products run in the cache's layers
     assert drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec", drafter) is None
-    with pytest.raises(PluginError, match="needs the drafter cache"):
-        drafter_linear(SimpleNamespace(drafter_precision="int8"), "specdec", drafter)
+    for precision in ("int8", "fp16"):
+        with pytest.raises(PluginError, match="needs the drafter cache"):
+            drafter_linear(SimpleNamespace(drafter_precision=precision), "specdec", drafter)

@@ -214,7 +214,8 @@ def test_half_weights_only_for_float16_numbers():
     """A weight whose elements are float16 numbers is stored as float16, and its product is
     F.linear's to float32 rounding at any number of rows (one included); any other weight,
     and weights under ``min_elements``, run as the fallback (here F.linear itself); a weight
-    changed in place is packed again, and ``forget`` drops every packed weight."""
+    changed in place is packed again, ``round_weights`` rounds the others instead, and ``forget``
+    drops every packed weight."""
     torch.manual_seed(0)
     exact, inexact = round_to_half(torch.nn.Linear(24, 40)), torch.nn.Linear(24, 40)
     linears = HalfWeightLinears(fallback=float_linear)
@@ -232,6 +233,10 @@ def test_half_weights_only_for_float16_numbers():
     x = torch.randn(3, 24)
     torch.testing.assert_close(linears(exact)(x), torch.nn.functional.linear(x, exact.weight, exact.bias),
                                rtol=0, atol=1e-6)
+    rounding = HalfWeightLinears(round_weights=True)
+    torch.testing.assert_close(rounding(inexact)(x), torch.nn.functional.linear(x, inexact.weight.half().float(),
+                                                                               inexact.bias), rtol=0, atol=1e-6)
+    assert not torch.allclose(rounding(inexact)(x), linears(inexact)(x), rtol=0, atol=1e-6)
     big_only = HalfWeightLinears(min_elements=24 * 41, fallback=float_linear)
     assert torch.equal(big_only(exact)(x), torch.nn.functional.linear(x, exact.weight, exact.bias))
     assert not big_only.halves

@@ -187,13 +187,16 @@ class HalfWeightLinears(_SmallWeightsOnFloat):
     2-core EPYC: its 8008x256 output layer at one token took ~0.1-0.2 ms instead of ~0.9 ms).
     Every row count, one included, runs this way, and every weight of ``min_elements``
     elements or more (default: all); the others, and weights that are not float16 numbers,
-    run as ``fallback`` (default: a :class:`PackedLinears`).  Each packed weight is checked
-    once against the module's, element for element, and packed again if the weight changes
-    as a tensor (see :class:`PackedLinears` for changes through ``.data``)."""
+    run as ``fallback`` (default: a :class:`PackedLinears`).  ``round_weights``: weights that are
+    not float16 numbers are rounded to the nearest ones instead (a drafter's, whose numbers
+    never decide lossless output).  Each packed weight is checked once against the module's
+    (rounded) weight, element for element, and packed again if the weight changes as a tensor
+    (see :class:`PackedLinears` for changes through ``.data``)."""
 
-    def __init__(self, min_elements: int = 0, fallback: Optional[Callable] = None):
+    def __init__(self, min_elements: int = 0, fallback: Optional[Callable] = None, round_weights: bool = False):
         super().__init__(min_elements)
         self.fallback = PackedLinears() if fallback is None else fallback
+        self.round_weights = round_weights
         self.halves = {}  # (id(module), rows) -> (module, weight stamp, (packed weight, bias) or None)
 
     def forget(self):
@@ -208,24 +211,25 @@ class HalfWeightLinears(_SmallWeightsOnFloat):
             return self.fallback(module, rows)
         key, stamp = (id(module), rows), (weight._version, weight.data_ptr())
         if key not in self.halves or self.halves[key][1] != stamp:  # the module is kept: its id is not reused
-            self.halves[key] = (module, stamp, self._pack(weight.detach(), bias))
+            self.halves[key] = (module, stamp, self._pack(weight.detach(), bias, self.round_weights))
         if self.halves[key][2] is None:
             return self.fallback(module, rows)
         packed, full_bias = self.halves[key][2]
         return lambda x: torch.fbgemm_linear_fp16_weight(x, packed, full_bias)
 
     @staticmethod
-    def _pack(weight: Tensor, bias: Optional[Tensor]):
-        """(packed float16 weight, float32 bias) or None when the weight is not float16-exact
-        (or this PyTorch has no fbgemm float16 product)."""
-        if not (half_weights_available() and half_exact(weight)):
+    def _pack(weight: Tensor, bias: Optional[Tensor], round_weights: bool = False):
+        """(packed float16 weight, float32 bias), or None when the weight is not float16-exact
+        and not to be rounded (or this PyTorch has no fbgemm float16 product)."""
+        if not (half_weights_available() and (round_weights or half_exact(weight))):
             return None
+        stored = weight.half().float()
         with warnings.catch_warnings():  # fbgemm's float16 product is deprecated (torch 2.13 is pinned)
             warnings.simplefilter("ignore", UserWarning)
-            packed = torch.fbgemm_pack_gemm_matrix_fp16(weight)
+            packed = torch.fbgemm_pack_gemm_matrix_fp16(stored)
             zeros = weight.new_zeros(weight.size(0))
             unpacked = torch.fbgemm_linear_fp16_weight(torch.eye(weight.size(1)), packed, zeros).t()
-        if not torch.equal(unpacked, weight):
+        if not torch.equal(unpacked, stored):
             return None
         return packed, zeros if bias is None else bias.detach()
 

@@ -12,8 +12,7 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq_plugins.decoding.builder import build_speculative, load_drafter
 from fairseq_plugins.decoding.drafters import Draft, Drafter
 from fairseq_plugins.decoding.fast_decoder import (HalfWeightLinears, Int8Linears, PackedLinears, float_linear,
-                                                   half_exact, half_weights_available, int8_available,
-                                                   packed_available)
+                                                   half_weights_available, int8_available, packed_available)
 from fairseq_plugins.decoding.options import DrafterModelOptions
 from fairseq_plugins.decoding.registry import register_decoder
 from fairseq_plugins.models.drafter_cache import DrafterCache
@@ -40,19 +39,20 @@ class SpecDecOptions(DrafterModelOptions):
                                         "default: the fewest entries that make up 95%% of the target dictionary's "
                                         "counts (the whole vocabulary if it is not sorted by count)",
                                 "aliases": ("draft_vocab",)})
-    drafter_precision: ChoiceEnum(["auto", "float", "int8"]) = field(
-        default="auto", metadata={"help": "the drafter's matrix products: int8 = int8 weights (per output channel) "
-                                          "and inputs (fbgemm, CPU; weights under 2**17 elements stay float, "
-                                          "where int8's fixed cost per call is larger): a quarter of the bytes a "
-                                          "product reads, the drafts may differ a little, lossless specdec's "
-                                          "output never does; float = as loaded (the verifier's dtype; a float32 "
-                                          "drafter cache on a CPU stores weights that are float16 numbers as "
-                                          "float16, widened to float32 in the product, as --verifier-matmul auto, "
-                                          "and packs the others in oneDNN's layout); auto (the default): float "
-                                          "when the drafter's weights are float16 numbers (a checkpoint exported "
-                                          "with --fp16: measured faster than int8), else int8 for specdec on a CPU "
-                                          "with the int8 kernels, float otherwise (specdec++, whose output depends "
-                                          "on the drafts; CUDA)",
+    drafter_precision: ChoiceEnum(["auto", "float", "fp16", "int8"]) = field(
+        default="auto", metadata={"help": "the drafter's matrix products (its drafts may differ a little between "
+                                          "these; lossless specdec's output never does): fp16 = weights stored as "
+                                          "float16 (rounded where they are not float16 numbers), float32 inputs, "
+                                          "sums and outputs (fbgemm, x86 CPU): half the bytes a product reads, "
+                                          "which is what a small product costs on a CPU; int8 = int8 weights (per "
+                                          "output channel) and inputs (fbgemm, CPU; weights under 2**17 elements "
+                                          "stay float): a quarter of the bytes, but a fixed cost per call that "
+                                          "made it slower than fp16 on Multi30k; float = as loaded (the "
+                                          "verifier's dtype; on a CPU, weights that are float16 numbers stored "
+                                          "as float16, the others packed in oneDNN's float32 layout: the same "
+                                          "numbers); auto (the default): fp16 for specdec on an x86 CPU (int8 "
+                                          "where fbgemm has no float16 product), float otherwise (specdec++, "
+                                          "whose output depends on the drafts; CUDA)",
                                   "aliases": ("drafter_dtype",)})
 
 
@@ -137,35 +137,37 @@ def frequent_entries(dictionary, coverage: float = DRAFT_VOCAB_COVERAGE) -> int:
 
 def drafter_linear(opts, name: str, drafter):
     """How the drafter cache runs an nn.Linear (``--drafter-precision``): ``Int8Linears``
-    (int8); for float, on a CPU with a float32 cache, ``HalfWeightLinears`` (float16-stored
-    weights where they are float16 numbers, packed float32 elsewhere) or ``PackedLinears``;
-    None (as loaded) otherwise."""
+    (int8), ``HalfWeightLinears`` rounding its weights to float16 (fp16), or for float, on a
+    CPU with a float32 cache, ``HalfWeightLinears`` for weights that are float16 numbers and
+    ``PackedLinears`` for the others; None (as loaded) otherwise."""
     precision = opts.drafter_precision
     param = next(drafter.parameters())
     on_cpu = param.device.type == "cpu"
     cached = getattr(drafter.decoder, "prefix_causal", False)
     float_cache = cached and on_cpu and param.dtype == torch.float32
-    half = precision == "auto" and float_cache and half_weights_available() and \
-        all(half_exact(p) for p in drafter.decoder.parameters() if p.dim() == 2)
     if precision == "auto":
-        int8 = name == "specdec" and on_cpu and cached and int8_available()
-        precision = "int8" if int8 and not half else "float"
-    elif precision == "int8" and not on_cpu:
-        raise PluginError("--drafter-precision int8 runs on CPU only (fbgemm); use float on CUDA")
+        lossless_cpu = name == "specdec" and on_cpu and cached
+        precision = "fp16" if lossless_cpu and float_cache and half_weights_available() else \
+            "int8" if lossless_cpu and int8_available() else "float"
+    elif precision in ("int8", "fp16") and not on_cpu:
+        raise PluginError(f"--drafter-precision {precision} runs on CPU only (fbgemm); use float on CUDA")
     elif precision == "int8" and not int8_available():
         raise PluginError("--drafter-precision int8: this PyTorch has no fbgemm/x86 int8 kernels; use float")
-    elif precision == "int8" and not cached:
-        raise PluginError("--drafter-precision int8 needs the drafter cache (a drafter trained with "
-                          "--prefix-attention causal); use float")
+    elif precision == "fp16" and not half_weights_available():
+        raise PluginError("--drafter-precision fp16: this PyTorch has no fbgemm float16 kernels; use float")
+    elif precision in ("int8", "fp16") and not float_cache:
+        raise PluginError(f"--drafter-precision {precision} needs the drafter cache (a drafter trained with "
+                          "--prefix-attention causal) in float32; use float")
     if precision == "int8":
         logger.info(f"{name}: the drafter's matrix products run in int8 (--drafter-precision float: as loaded)")
         return Int8Linears()
     if not float_cache:
         return None
-    if half:
-        logger.info(f"{name}: the drafter's weights are float16 numbers: its products read them stored as float16, "
-                    "in float32 arithmetic (--drafter-precision int8: int8)")
     packed = PackedLinears() if packed_available() else float_linear
+    if precision == "fp16":
+        logger.info(f"{name}: the drafter's products read its weights stored as float16 (rounded where they are not "
+                    "float16 numbers), in float32 arithmetic (--drafter-precision float: as loaded)")
+        return HalfWeightLinears(fallback=packed, round_weights=True)
     return HalfWeightLinears(fallback=packed) if half_weights_available() else packed
 
 
