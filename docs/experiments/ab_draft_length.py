@@ -1,0 +1,36 @@
+"""A/B in one process: lossless SpecDec with the guard (``--draft-length measured``, the default)
+vs drafting every iteration (``fixed``) with the demo pair and today's defaults, batch 1, on
+argv[1] valid sentences, the two taking turns in argv[2] rounds; asserts equal outputs.  Run from
+the repository root: ``RUNS=... python docs/experiments/ab_draft_length.py 500 6``."""
+import os
+import sys
+import time
+
+import torch
+
+from fairseq_plugins import inference
+from fairseq_plugins.api import Translator
+
+RUNS = os.environ.get("RUNS", "../runs")
+torch.set_num_threads(1)
+count, rounds = int(sys.argv[1]), int(sys.argv[2])
+t = Translator.load("checkpoints/demo/verifier.pt", RUNS + "/multi30k/bin", decoding="specdec",
+                    drafter="checkpoints/demo/drafter.pt", source_lang="en", target_lang="de",
+                    max_len_a=1.2, max_len_b=10)
+g = t.generator
+samples = []
+for line in open(RUNS + "/multi30k/spm/valid.en").read().splitlines()[:count]:
+    src = inference.encode(t.task.source_dictionary, line).unsqueeze(0)
+    samples.append({"net_input": {"src_tokens": src, "src_lengths": torch.tensor([src.numel()])}})
+variants = {"measured": g.guard, "fixed": None}  # no guard: the core drafts every iteration
+seconds = {name: 0.0 for name in variants}
+outputs = {}
+for r in range(rounds + 1):  # round 0 warms both up
+    for name, guard in variants.items():
+        g.guard = guard
+        t0 = time.perf_counter()
+        outputs[(r, name)] = [g.generate(t.models, s)[0][0]["tokens"].tolist() for s in samples[r::rounds + 1]]
+        if r:
+            seconds[name] += time.perf_counter() - t0
+    assert outputs[(r, "measured")] == outputs[(r, "fixed")], "outputs differ"
+print({name: round(s, 3) for name, s in seconds.items()}, "fixed/measured", seconds["fixed"] / seconds["measured"])
