@@ -237,6 +237,11 @@ def test_half_weights_only_for_float16_numbers():
     torch.testing.assert_close(rounding(inexact)(x), torch.nn.functional.linear(x, inexact.weight.half().float(),
                                                                                inexact.bias), rtol=0, atol=1e-6)
     assert not torch.allclose(rounding(inexact)(x), linears(inexact)(x), rtol=0, atol=1e-6)
+    huge = torch.nn.Linear(24, 40)
+    with torch.no_grad():
+        huge.weight[0, 0] = 1e6  # beyond float16's range: not rounded to infinity, left to the fallback
+    torch.testing.assert_close(rounding(huge)(x), torch.nn.functional.linear(x, huge.weight, huge.bias))
+    assert rounding.halves[(id(huge), 0)][2] is None
     big_only = HalfWeightLinears(min_elements=24 * 41, fallback=float_linear)
     assert torch.equal(big_only(exact)(x), torch.nn.functional.linear(x, exact.weight, exact.bias))
     assert not big_only.halves

@@ -224,6 +224,8 @@ class HalfWeightLinears(_SmallWeightsOnFloat):
         if not (half_weights_available() and (round_weights or half_exact(weight))):
             return None
         stored = weight.half().float()
+        if not bool(stored.isfinite().all()):  # rounding overflowed float16's range
+            return None
         with warnings.catch_warnings():  # fbgemm's float16 product is deprecated (torch 2.13 is pinned)
             warnings.simplefilter("ignore", UserWarning)
             packed = torch.fbgemm_pack_gemm_matrix_fp16(stored)

@@ -155,8 +155,11 @@ def drafter_linear(opts, name: str, drafter):
         raise PluginError("--drafter-precision int8: this PyTorch has no fbgemm/x86 int8 kernels; use float")
     elif precision == "fp16" and not half_weights_available():
         raise PluginError("--drafter-precision fp16: this PyTorch has no fbgemm float16 kernels; use float")
-    elif precision in ("int8", "fp16") and not float_cache:
-        raise PluginError(f"--drafter-precision {precision} needs the drafter cache (a drafter trained with "
+    elif precision == "int8" and not cached:
+        raise PluginError("--drafter-precision int8 needs the drafter cache (a drafter trained with "
+                          "--prefix-attention causal); use float")
+    elif precision == "fp16" and not float_cache:
+        raise PluginError("--drafter-precision fp16 needs the drafter cache (a drafter trained with "
                           "--prefix-attention causal) in float32; use float")
     if precision == "int8":
         logger.info(f"{name}: the drafter's matrix products run in int8 (--drafter-precision float: as loaded)")
