@@ -38,18 +38,18 @@ def verifier_linear(choice: str, verifier, name: str = "decoding"):
     model: ``auto``: float16-stored weights where they are float16 numbers
     (``HalfWeightLinears``), oneDNN-packed float32 for the others; ``packed``: oneDNN-packed
     float32 for all; ``plain`` (and CUDA, other dtypes, a PyTorch without those kernels): ``F.linear``."""
-    from fairseq_plugins.decoding.fast_decoder import (HalfWeightLinears, PackedLinears, float_linear, half_exact,
-                                                       half_weights_available, packed_available)
+    from fairseq_plugins.decoding.fast_decoder import (float32_linears, float_linear, half_exact,
+                                                       half_weights_available, packed_or_plain)
 
     param = next(verifier.parameters())
     if choice == "plain" or param.device.type != "cpu" or param.dtype != torch.float32:
         return float_linear
-    if choice == "auto" and half_weights_available():
-        if all(half_exact(p) for p in verifier.parameters() if p.dim() == 2):
-            logger.info(f"{name}: the verifier's weights are float16 numbers: its products read them stored as "
-                        "float16, in float32 arithmetic (--verifier-matmul packed: float32 storage)")
-        return HalfWeightLinears(fallback=PackedLinears() if packed_available() else float_linear)
-    return PackedLinears() if packed_available() else float_linear
+    if choice != "auto":
+        return packed_or_plain()
+    if half_weights_available() and all(half_exact(p) for p in verifier.parameters() if p.dim() == 2):
+        logger.info(f"{name}: the verifier's weights are float16 numbers: its products read them stored as "
+                    "float16, in float32 arithmetic (--verifier-matmul packed: float32 storage)")
+    return float32_linears()
 
 
 def log_stats_at_exit(stats, name):

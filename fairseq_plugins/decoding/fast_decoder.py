@@ -236,6 +236,19 @@ class HalfWeightLinears(_SmallWeightsOnFloat):
         return packed, zeros if bias is None else bias.detach()
 
 
+def packed_or_plain():
+    """:class:`PackedLinears` where this PyTorch has oneDNN's packed product, else ``F.linear``."""
+    return PackedLinears() if packed_available() else float_linear
+
+
+def float32_linears(round_weights: bool = False):
+    """The float32 products of a CPU model: :class:`HalfWeightLinears` over :func:`packed_or_plain`
+    where fbgemm has the float16-weight product (``round_weights``: see there), else :func:`packed_or_plain`."""
+    if not half_weights_available():
+        return packed_or_plain()
+    return HalfWeightLinears(fallback=packed_or_plain(), round_weights=round_weights)
+
+
 @contextlib.contextmanager
 def packed_linears(models: List[nn.Module], linears: PackedLinears):
     """Within the block, every plain ``nn.Linear`` of ``models`` whose weight is float32 on

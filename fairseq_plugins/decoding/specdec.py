@@ -11,8 +11,7 @@ from fairseq.dataclass import ChoiceEnum
 
 from fairseq_plugins.decoding.builder import build_speculative, load_drafter
 from fairseq_plugins.decoding.drafters import Draft, Drafter
-from fairseq_plugins.decoding.fast_decoder import (HalfWeightLinears, Int8Linears, PackedLinears, float_linear,
-                                                   half_weights_available, int8_available, packed_available)
+from fairseq_plugins.decoding.fast_decoder import Int8Linears, float32_linears, half_weights_available, int8_available
 from fairseq_plugins.decoding.options import DrafterModelOptions
 from fairseq_plugins.decoding.registry import register_decoder
 from fairseq_plugins.models.drafter_cache import DrafterCache
@@ -166,12 +165,10 @@ def drafter_linear(opts, name: str, drafter):
         return Int8Linears()
     if not float_cache:
         return None
-    packed = PackedLinears() if packed_available() else float_linear
     if precision == "fp16":
         logger.info(f"{name}: the drafter's products read its weights stored as float16 (rounded where they are not "
                     "float16 numbers), in float32 arithmetic (--drafter-precision float: as loaded)")
-        return HalfWeightLinears(fallback=packed, round_weights=True)
-    return HalfWeightLinears(fallback=packed) if half_weights_available() else packed
+    return float32_linears(round_weights=precision == "fp16")
 
 
 def _build_specdec(name):
