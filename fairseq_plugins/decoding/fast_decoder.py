@@ -19,7 +19,7 @@ layer norms as configured (pre- or post-norm).  Dropout is the identity (eval).
 """
 import contextlib
 import warnings
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -113,73 +113,15 @@ costs a fixed ~30-40 us a call, more than ``F.linear`` spends on such a weight a
 (10-46 us; 2-core AMD EPYC, AVX2, one thread).  From 1024x256 on, packing pays from a few rows."""
 
 
-def _stamp(tensor: Optional[Tensor]):
-    """What tells a tensor's contents changed as a tensor (replaced, or changed in place)."""
-    return None if tensor is None else (tensor._version, tensor.data_ptr())
-
-
 class _SmallWeightsOnFloat:
-    """What the product factories share: weights of fewer than ``min_elements`` elements
-    (default :data:`SMALL_WEIGHT`, read when the factory is made) keep ``F.linear``; and
-    :meth:`fused`, several projections of one input as one product."""
+    """The rule both product factories share: weights of fewer than ``min_elements``
+    elements (default :data:`SMALL_WEIGHT`, read when the factory is made) keep ``F.linear``."""
 
     def __init__(self, min_elements: Optional[int] = None):
         self.min_elements = SMALL_WEIGHT if min_elements is None else min_elements
-        self.joined = {}  # ids of the parts -> (the parts, their stamps, the joined nn.Linear)
 
     def is_small(self, weight: Tensor) -> bool:
         return weight.numel() < self.min_elements
-
-    def kind(self, module: nn.Linear) -> str:
-        """How this factory runs ``module``'s product (e.g. "plain" for ``F.linear``)."""
-        raise NotImplementedError
-
-    def forget(self):
-        """Drop every packed weight (after training steps: they changed the weights through ``.data``)."""
-        self.joined.clear()
-
-    def fused(self, modules: Sequence[nn.Linear]) -> Optional[Linear]:
-        """The projections of one input by ``modules`` as ONE product, their outputs side by side
-        (..., sum of their out_features): one call instead of several (each call has a fixed cost
-        on a CPU).  Each output is still the dot product of the same input with the same weight
-        row, and the products of this module compute it the same way whatever the other rows:
-        the same numbers (tests/test_fast_verifier.py checks it for each factory).  None when
-        the parts would not all run as the joined weight runs (e.g. small ones on ``F.linear``):
-        run them apart."""
-        joined = self._joined(modules)
-        if joined is None or len({self.kind(module) for module in (*modules, joined)}) != 1:
-            return None
-        return self(joined)
-
-    def _joined(self, modules: Sequence[nn.Linear]) -> Optional[nn.Linear]:
-        """An nn.Linear of the parts' weights (and biases) stacked, made again when a part changes."""
-        first = modules[0]
-        if any(type(m) is not nn.Linear or m.in_features != first.in_features or (m.bias is None) != (first.bias is None)
-               or m.weight.dtype != first.weight.dtype or m.weight.device != first.weight.device for m in modules):
-            return None
-        key = tuple(id(module) for module in modules)
-        stamps = tuple((_stamp(module.weight), _stamp(module.bias)) for module in modules)
-        if key not in self.joined or self.joined[key][1] != stamps:  # the parts are kept: their ids are not reused
-            with torch.no_grad():
-                joined = nn.Linear(first.in_features, sum(m.out_features for m in modules), bias=first.bias is not None,
-                                   device="meta")
-                joined.weight = nn.Parameter(torch.cat([m.weight.detach() for m in modules]), requires_grad=False)
-                if first.bias is not None:
-                    joined.bias = nn.Parameter(torch.cat([m.bias.detach() for m in modules]), requires_grad=False)
-            self.joined[key] = (tuple(modules), stamps, joined)
-        return self.joined[key][2]
-
-
-def fused_projections(linear, modules: Sequence[nn.Linear]) -> Optional[Linear]:
-    """``linear.fused(modules)`` for a product factory (see :meth:`_SmallWeightsOnFloat.fused`);
-    None for ``F.linear`` (:func:`float_linear`: fairseq's own calls, one per projection)."""
-    fused = getattr(linear, "fused", None)
-    return None if fused is None else fused(modules)
-
-
-def split_outputs(fused: Linear, x: Tensor, sizes: Sequence[int]) -> Tuple[Tensor, ...]:
-    """The outputs of a :func:`fused_projections` product, each (..., size) (views)."""
-    return fused(x).split(list(sizes), dim=-1)
 
 
 class PackedLinears(_SmallWeightsOnFloat):
@@ -202,19 +144,14 @@ class PackedLinears(_SmallWeightsOnFloat):
         self.packed = {}  # (id(module), rows) -> (module, weight stamp, packed weight)
 
     def forget(self):
-        super().forget()
+        """Drop every packed weight (after training steps: they changed the weights through ``.data``)."""
         self.packed.clear()
-
-    def kind(self, module: nn.Linear) -> str:
-        weight = module.weight
-        return "plain" if weight.device.type != "cpu" or weight.dtype != torch.float32 or self.is_small(weight) \
-            else "packed"
 
     def __call__(self, module: nn.Linear, rows: int = 0) -> Linear:
         weight, bias = _first_rows(module, rows)
         if weight.device.type != "cpu" or weight.dtype != torch.float32 or self.is_small(weight):
             return float_linear(module, rows)
-        key, stamp = (id(module), rows), _stamp(weight)
+        key, stamp = (id(module), rows), (weight._version, weight.data_ptr())
         if key not in self.packed or self.packed[key][1] != stamp:  # the module is kept: its id is not reused
             packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), self.PACKED_FOR_ROWS)
             self.packed[key] = (module, stamp, packed)
@@ -264,34 +201,21 @@ class HalfWeightLinears(_SmallWeightsOnFloat):
 
     def forget(self):
         """Drop every packed weight, the fallback's too (see :meth:`PackedLinears.forget`)."""
-        super().forget()
         self.halves.clear()
         if hasattr(self.fallback, "forget"):
             self.fallback.forget()
 
-    def kind(self, module: nn.Linear) -> str:
-        if self._half(module) is not None:
-            return "half"
-        fallback_kind = getattr(self.fallback, "kind", None)
-        return "plain" if fallback_kind is None else fallback_kind(module)
-
     def __call__(self, module: nn.Linear, rows: int = 0) -> Linear:
-        half = self._half(module, rows)
-        if half is None:
-            return self.fallback(module, rows)
-        packed, full_bias = half
-        return lambda x: torch.fbgemm_linear_fp16_weight(x, packed, full_bias)
-
-    def _half(self, module: nn.Linear, rows: int = 0):
-        """(packed float16 weight, float32 bias) of the module's first ``rows`` outputs, packed
-        once; None where it runs as the fallback."""
         weight, bias = _first_rows(module, rows)
         if weight.device.type != "cpu" or weight.dtype != torch.float32 or self.is_small(weight):
-            return None
-        key, stamp = (id(module), rows), _stamp(weight)
+            return self.fallback(module, rows)
+        key, stamp = (id(module), rows), (weight._version, weight.data_ptr())
         if key not in self.halves or self.halves[key][1] != stamp:  # the module is kept: its id is not reused
             self.halves[key] = (module, stamp, self._pack(weight.detach(), bias, self.round_weights))
-        return self.halves[key][2]
+        if self.halves[key][2] is None:
+            return self.fallback(module, rows)
+        packed, full_bias = self.halves[key][2]
+        return lambda x: torch.fbgemm_linear_fp16_weight(x, packed, full_bias)
 
     @staticmethod
     def _pack(weight: Tensor, bias: Optional[Tensor], round_weights: bool = False):
@@ -366,9 +290,6 @@ class Int8Linears(_SmallWeightsOnFloat):
         super().__init__(min_elements)
         self.packed = {}  # (id(module), rows) -> (module, fbgemm packed weight)
 
-    def kind(self, module: nn.Linear) -> str:
-        return "plain" if self.is_small(module.weight) else "int8"
-
     def __call__(self, module: nn.Linear, rows: int = 0) -> Linear:
         weight, bias = _first_rows(module, rows)
         if self.is_small(weight):
@@ -415,20 +336,13 @@ class FastLayer:
         sa = layer.self_attn
         self.heads, self.head_dim, self.scaling = sa.num_heads, sa.head_dim, sa.scaling
         self.normalize_before = layer.normalize_before
-        self.self_qkv = fused_projections(linear, (sa.q_proj, sa.k_proj, sa.v_proj))  # None: run apart
-        self.qkv_sizes = (sa.q_proj.out_features, sa.k_proj.out_features, sa.v_proj.out_features)
-        if self.self_qkv is None:
-            self.self_q, self.self_k, self.self_v = linear(sa.q_proj), linear(sa.k_proj), linear(sa.v_proj)
+        self.self_q, self.self_k, self.self_v = linear(sa.q_proj), linear(sa.k_proj), linear(sa.v_proj)
         self.self_out = linear(sa.out_proj)
         self.self_norm = plain_norm(layer.self_attn_layer_norm)
         self.encoder_attn = layer.encoder_attn
         if layer.encoder_attn is not None:
-            ea = layer.encoder_attn
-            self.encoder_q, self.encoder_out = linear(ea.q_proj), linear(ea.out_proj)
-            self.encoder_kv = fused_projections(linear, (ea.k_proj, ea.v_proj))  # None: run apart
-            self.kv_sizes = (ea.k_proj.out_features, ea.v_proj.out_features)
-            if self.encoder_kv is None:
-                self.encoder_k, self.encoder_v = linear(ea.k_proj), linear(ea.v_proj)
+            self.encoder_q, self.encoder_out = linear(layer.encoder_attn.q_proj), linear(layer.encoder_attn.out_proj)
+            self.encoder_k, self.encoder_v = linear(layer.encoder_attn.k_proj), linear(layer.encoder_attn.v_proj)
             self.encoder_norm = plain_norm(layer.encoder_attn_layer_norm)
         self.fc1, self.fc2, self.activation = linear(layer.fc1), linear(layer.fc2), layer.activation_fn
         self.final_norm = plain_norm(layer.final_layer_norm)
@@ -442,12 +356,8 @@ class FastLayer:
         """Encoder keys/values (S, B, C) -> (B*H, S, d), once per batch."""
         if self.encoder_attn is None or encoder_states is None:
             return
-        if self.encoder_kv is not None:
-            keys, values = split_outputs(self.encoder_kv, encoder_states, self.kv_sizes)
-        else:
-            keys, values = self.encoder_k(encoder_states), self.encoder_v(encoder_states)
-        self.encoder_key = heads_first(keys, self.heads, self.head_dim)
-        self.encoder_value = heads_first(values, self.heads, self.head_dim)
+        self.encoder_key = heads_first(self.encoder_k(encoder_states), self.heads, self.head_dim)
+        self.encoder_value = heads_first(self.encoder_v(encoder_states), self.heads, self.head_dim)
 
     def ensure_capacity(self, needed: int):
         capacity = self.key.size(2)
@@ -470,13 +380,11 @@ class FastLayer:
     def self_attention(self, x: Tensor, write, length: int, mask: Optional[Tensor]) -> Tensor:
         """x (m, B, C); ``write(buffer, new)`` stores new (B, H, m, d) at each row's slots."""
         m, bsz, _ = x.shape
-        if self.self_qkv is not None:
-            q, k, v = split_outputs(self.self_qkv, x, self.qkv_sizes)
-        else:
-            q, k, v = self.self_q(x), self.self_k(x), self.self_v(x)
+        q = self.self_q(x)
         q *= self.scaling
-        for buffer, new in ((self.key, k), (self.value, v)):
-            write(buffer, new.view(m, bsz, self.heads, self.head_dim).permute(1, 2, 0, 3))
+        for buffer, projection in ((self.key, self.self_k), (self.value, self.self_v)):
+            new = projection(x).view(m, bsz, self.heads, self.head_dim).permute(1, 2, 0, 3)
+            write(buffer, new)
         keys = self.key[:, :, :length].reshape(bsz * self.heads, length, self.head_dim)
         values = self.value[:, :, :length].reshape(bsz * self.heads, length, self.head_dim)
         out = attend(heads_first(q, self.heads, self.head_dim), keys, values, mask, self.heads)

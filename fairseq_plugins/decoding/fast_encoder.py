@@ -19,8 +19,7 @@ from fairseq.modules import LayerDropModuleList
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 from torch import Tensor, nn
 
-from fairseq_plugins.decoding.fast_decoder import (Linear, attend, attention_problems, fused_projections, heads_first,
-                                                   plain_norm, split_outputs)
+from fairseq_plugins.decoding.fast_decoder import Linear, attend, attention_problems, heads_first, plain_norm
 
 
 def fast_encoder_problems(encoder) -> List[str]:
@@ -55,11 +54,7 @@ class FastEncoderLayer:
     def __init__(self, layer, linear):
         sa = layer.self_attn
         self.heads, self.head_dim, self.scaling = sa.num_heads, sa.head_dim, sa.scaling
-        self.qkv = fused_projections(linear, (sa.q_proj, sa.k_proj, sa.v_proj))  # None: run apart
-        self.qkv_sizes = (sa.q_proj.out_features, sa.k_proj.out_features, sa.v_proj.out_features)
-        if self.qkv is None:
-            self.q, self.k, self.v = linear(sa.q_proj), linear(sa.k_proj), linear(sa.v_proj)
-        self.out = linear(sa.out_proj)
+        self.q, self.k, self.v, self.out = linear(sa.q_proj), linear(sa.k_proj), linear(sa.v_proj), linear(sa.out_proj)
         self.fc1, self.fc2, self.activation = linear(layer.fc1), linear(layer.fc2), layer.activation_fn
         self.self_norm, self.final_norm = plain_norm(layer.self_attn_layer_norm), plain_norm(layer.final_layer_norm)
         self.normalize_before = layer.normalize_before
@@ -69,9 +64,9 @@ class FastEncoderLayer:
         pre = self.normalize_before
         residual = x
         h = self.self_norm(x) if pre else x
-        q, k, v = split_outputs(self.qkv, h, self.qkv_sizes) if self.qkv is not None else (self.q(h), self.k(h), self.v(h))
+        q = self.q(h)
         q *= self.scaling
-        keys, values = heads_first(k, self.heads, self.head_dim), heads_first(v, self.heads, self.head_dim)
+        keys, values = heads_first(self.k(h), self.heads, self.head_dim), heads_first(self.v(h), self.heads, self.head_dim)
         x = residual + self.out(attend(heads_first(q, self.heads, self.head_dim), keys, values, padding, self.heads))
         if not pre:
             x = self.self_norm(x)
