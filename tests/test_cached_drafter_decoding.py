@@ -188,3 +188,43 @@ def test_drafter_precision_option():
     for precision in ("int8", "fp16"):
         with pytest.raises(PluginError, match="needs the drafter cache"):
             drafter_linear(SimpleNamespace(drafter_precision=precision), "specdec", drafter)
+
+
+def test_a_cpu_without_fbgemm_or_onednn_decodes_with_plain_products(monkeypatch):
+    """Where PyTorch has neither fbgemm's float16/int8 products nor oneDNN's packed one (an ARM
+    laptop), ``--verifier-matmul auto`` and ``--drafter-precision auto`` fall back to ``F.linear``,
+    none of those kernels is called, and the output is still greedy's; asking for fp16 or int8
+    drafter products is a one-line error."""
+    from types import SimpleNamespace
+
+    from fairseq_plugins.decoding import fast_decoder, specdec
+    from fairseq_plugins.decoding.builder import verifier_linear
+    from fairseq_plugins_compat.errors import PluginError
+
+    for module, name in ((fast_decoder, "half_weights_available"), (fast_decoder, "packed_available"),
+                         (fast_decoder, "int8_available"), (specdec, "half_weights_available"),
+                         (specdec, "int8_available")):
+        monkeypatch.setattr(module, name, lambda: False)
+
+    def missing(*args, **kwargs):
+        raise AssertionError("a kernel this PyTorch does not have was called")
+
+    for name in ("fbgemm_pack_gemm_matrix_fp16", "fbgemm_linear_fp16_weight", "quantize_per_channel"):
+        monkeypatch.setattr(torch, name, missing)
+    verifier = round_to_half(build_verifier(DICT, seed=7))  # float16 numbers: auto would store them as float16
+    drafter = build_drafter(DICT, seed=8)
+    verifier_products = verifier_linear("auto", verifier, "specdec")
+    drafter_products = specdec.drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec", drafter)
+    assert verifier_products is fast_decoder.float_linear and drafter_products is fast_decoder.float_linear
+    for precision in ("fp16", "int8"):
+        with pytest.raises(PluginError, match="this PyTorch has no fbgemm"):
+            specdec.drafter_linear(SimpleNamespace(drafter_precision=precision), "specdec", drafter)
+    batch = make_batch(DICT, [5, 2, 8], seed=3)
+    adapter = BlockDrafter(drafter, vocab_limit=9, linear=drafter_products)
+    generator = SpeculativeGenerator(verifier, DICT, adapter, SpeculativeConfig(block_size=3, max_len_b=14),
+                                     verifier_linear=verifier_products)
+    ours = generator.generate([verifier], batch)
+    greedy = SequenceGenerator([verifier], DICT, beam_size=1, max_len_b=14).generate([verifier], batch)
+    assert adapter.cache.layers is not None  # the lean layers ran, on F.linear
+    for out, reference in zip(ours, greedy):
+        assert out[0]["tokens"].tolist() == reference[0]["tokens"].tolist()
