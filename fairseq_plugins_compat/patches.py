@@ -113,6 +113,64 @@ def patch_checkpoint_utils(module):
     module.load_checkpoint_to_cpu = load_checkpoint_to_cpu
     module.get_maybe_sharded_checkpoint_filename = _checked_checkpoint_filename(
         module.get_maybe_sharded_checkpoint_filename)
+    module.load_checkpoint = _restoring_early_stop(module.load_checkpoint)
+
+
+# -- fairseq-train: --patience across a resume -----------------------------------------------
+
+EARLY_STOP_STATE = "early_stop"  # checkpoint extra-state entry: --patience's best value and count
+
+
+def _early_stop_counter():
+    """``fairseq_cli.train.should_stop_early``, whose function attributes ``best`` and
+    ``num_runs`` are --patience's state; None outside fairseq-train."""
+    return getattr(sys.modules.get("fairseq_cli.train"), "should_stop_early", None)
+
+
+def early_stop_state():
+    """--patience's state to save with a checkpoint, or None before the first validation."""
+    counter = _early_stop_counter()
+    if counter is None or getattr(counter, "best", None) is None:
+        return None
+    return {"best": counter.best, "num_runs": counter.num_runs}
+
+
+def restore_early_stop(extra_state):
+    """fairseq 0.12.2 keeps --patience's count in the process only: a run resumed from its
+    checkpoint counted afresh, so one resumed every few epochs never stopped early.  A resumed
+    run now goes on counting where its checkpoint left off (checkpoints saved before this
+    shim carry no count: counting restarts, as before)."""
+    counter = _early_stop_counter()
+    saved = (extra_state or {}).get(EARLY_STOP_STATE)
+    if counter is None or saved is None or getattr(counter, "best", None) is not None:
+        return
+    counter.best, counter.num_runs = saved["best"], saved["num_runs"]
+
+
+def _restoring_early_stop(original):
+    def load_checkpoint(cfg, trainer, **passthrough_args):
+        extra_state, epoch_itr = original(cfg, trainer, **passthrough_args)
+        restore_early_stop(extra_state)
+        return extra_state, epoch_itr
+
+    load_checkpoint.__doc__ = original.__doc__
+    return load_checkpoint
+
+
+def patch_trainer(module):
+    """Every checkpoint fairseq-train saves also carries --patience's state (:func:`restore_early_stop`)."""
+    if not is_fairseq_0_12():
+        return
+    original = module.Trainer.save_checkpoint
+
+    def save_checkpoint(self, filename, extra_state):
+        state = early_stop_state()
+        if state is not None:
+            extra_state = {**extra_state, EARLY_STOP_STATE: state}
+        return original(self, filename, extra_state)
+
+    save_checkpoint.__doc__ = original.__doc__
+    module.Trainer.save_checkpoint = save_checkpoint
 
 
 # -- encoder layer: BetterTransformer fast path ----------------------------------------------

@@ -314,3 +314,24 @@ def test_cpu_gradients_are_clipped_on_the_cpu_when_cuda_is_available(monkeypatch
     assert norm.device.type == "cpu" and torch.allclose(norm, expected_norm)
     for p, clipped in zip(params, expected):
         assert torch.allclose(p.grad, clipped)
+
+
+# -- --patience across a resume ----------------------------------------------------------------
+
+def test_patience_counts_across_a_resume(reverse_data, tmp_path):
+    """fairseq 0.12.2 keeps --patience's count in the process: a run resumed from its checkpoint
+    counted afresh (a run resumed every few epochs never stopped early).  With a metric that
+    never improves (the valid loss, maximised) and --patience 2, a run resumed after epoch 2
+    stops after epoch 3, as an uninterrupted run does (before the shim: after epoch 5)."""
+    from conftest import TINY_TRANSFORMER, TRAIN_FLAGS, run_cli
+
+    save = tmp_path / "run"
+    options = [reverse_data, *TINY_TRANSFORMER, *TRAIN_FLAGS, "--save-dir", save, "--no-epoch-checkpoints",
+               "--best-checkpoint-metric", "loss", "--maximize-best-checkpoint-metric", "--patience", "2"]
+    run_cli("fairseq-train", *options, "--max-epoch", "2")
+    saved = torch.load(save / "checkpoint_last.pt", map_location="cpu", weights_only=False)["extra_state"]
+    assert saved[patches.EARLY_STOP_STATE]["num_runs"] == 1  # epoch 2 was not better than epoch 1
+    resumed = run_cli("fairseq-train", *options, "--max-epoch", "10")
+    log = resumed.stdout + resumed.stderr
+    assert "early stop since valid performance hasn't improved for last 2 runs" in log
+    assert re.findall(r"\| valid \| epoch (\d+)", log) == ["003"]
