@@ -4,26 +4,19 @@ argv[1] valid sentences, argv[2] rounds, the two alternating sentence by sentenc
 (taking turns in chunks of sentences, as this script first did, a variant run second was measured
 ~5 % slower than the same variant run first: ``docs/experiments/ab_fused_projections.py``); asserts
 equal outputs.  Run from the repository root: ``RUNS=... python docs/experiments/ab_draft_length.py 500 3``."""
-import os
 import sys
 import time
 
 import torch
 
-from fairseq_plugins import inference
-from fairseq_plugins.api import Translator
+import demo_pair  # docs/experiments/demo_pair.py (the script's own folder is on sys.path)
 
-RUNS = os.environ.get("RUNS", "../runs")
+
 torch.set_num_threads(1)
 count, rounds = int(sys.argv[1]), int(sys.argv[2])
-t = Translator.load("checkpoints/demo/verifier.pt", RUNS + "/multi30k/bin", decoding="specdec",
-                    drafter="checkpoints/demo/drafter.pt", source_lang="en", target_lang="de",
-                    max_len_a=1.2, max_len_b=10)
+t = demo_pair.load()
 g = t.generator
-samples = []
-for line in open(RUNS + "/multi30k/spm/valid.en").read().splitlines()[:count]:
-    src = inference.encode(t.task.source_dictionary, line).unsqueeze(0)
-    samples.append({"net_input": {"src_tokens": src, "src_lengths": torch.tensor([src.numel()])}})
+samples = demo_pair.samples(t, count)
 variants = {"measured": g.guard, "fixed": None}  # no guard: the core drafts every iteration
 seconds = {name: 0.0 for name in variants}
 names = list(variants)

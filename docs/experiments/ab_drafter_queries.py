@@ -3,27 +3,20 @@ iteration and time: lossless SpecDec at batch 1, drafting every iteration, on ar
 argv[2] rounds, the Q values of argv[3] taking turns in chunks of sentences (not ABBA: compare with
 care, see ab_fused_projections.py); asserts equal outputs.  Run from the repository root:
 ``RUNS=... python docs/experiments/ab_drafter_queries.py 300 3 10,8,6,5``."""
-import os
 import sys
 import time
 
 import torch
-from fairseq_plugins import inference
-from fairseq_plugins.api import Translator
-RUNS = os.environ.get("RUNS", "../runs")
+
+import demo_pair  # docs/experiments/demo_pair.py (the script's own folder is on sys.path)
+
 torch.set_num_threads(1)
 count, rounds = int(sys.argv[1]), int(sys.argv[2])
 qs = [int(q) for q in sys.argv[3].split(",")]
-t = Translator.load("checkpoints/demo/verifier.pt", RUNS + "/multi30k/bin", decoding="specdec",
-                    drafter="checkpoints/demo/drafter.pt", source_lang="en", target_lang="de", max_len_a=1.2, max_len_b=10,
-                    draft_length="fixed")
+t = demo_pair.load(draft_length="fixed")
 g = t.generator
 dec = g.drafter.model.decoder
-lines = open(RUNS + "/multi30k/spm/valid.en").read().splitlines()[:count]
-samples = []
-for line in lines:
-    src = inference.encode(t.task.source_dictionary, line).unsqueeze(0)
-    samples.append({"net_input": {"src_tokens": src, "src_lengths": torch.tensor([src.numel()])}})
+samples = demo_pair.samples(t, count)
 sec = {q: 0.0 for q in qs}; its = {q: 0 for q in qs}; toks = {q: 0 for q in qs}
 for r in range(rounds + 1):
     outs = {}

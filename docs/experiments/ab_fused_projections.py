@@ -12,23 +12,16 @@ import time
 
 import torch
 
-from fairseq_plugins import inference
-from fairseq_plugins.api import Translator
 from fairseq_plugins.decoding import fast_decoder as fd
 from fairseq_plugins.decoding import fast_encoder
 
-RUNS = os.environ.get("RUNS", "../runs")
+import demo_pair  # docs/experiments/demo_pair.py (the script's own folder is on sys.path)
+
 torch.set_num_threads(1)
 count, rounds = (int(a) for a in (sys.argv[1:3] if len(sys.argv) > 2 else (300, 4)))
-t = Translator.load("checkpoints/demo/verifier.pt", RUNS + "/multi30k/bin", decoding="specdec",
-                    drafter="checkpoints/demo/drafter.pt", source_lang="en", target_lang="de",
-                    max_len_a=1.2, max_len_b=10, draft_length=os.environ.get("DRAFT_LENGTH", "measured"))
+t = demo_pair.load(draft_length=os.environ.get("DRAFT_LENGTH", "measured"))
 g = t.generator
-lines = open(RUNS + "/multi30k/spm/valid.en").read().splitlines()[:count]
-samples = []
-for line in lines:
-    src = inference.encode(t.task.source_dictionary, line).unsqueeze(0)
-    samples.append({"net_input": {"src_tokens": src, "src_lengths": torch.tensor([src.numel()])}})
+samples = demo_pair.samples(t, count)
 fused, apart = fd.fused_projections, (lambda linear, modules: None)
 variants = {"apart": apart, "fused": apart if os.environ.get("SAME") else fused}
 products = {name: (fd.float32_linears(), fd.float32_linears(round_weights=True)) for name in variants}

@@ -6,28 +6,21 @@ SpecDec at batch 1, drafting every iteration, on argv[1] valid sentences, argv[2
 variants named in argv[3] (of old, cd, busy) alternate sentence by sentence (ABBA); outputs are
 asserted equal.  Run from the repository root:
 ``RUNS=... python docs/experiments/ab_micro_ops.py 300 3 old,cd`` or ``... 200 2 old,busy,cd``."""
-import os
 import sys
 import time
 
 import torch
 
-from fairseq_plugins import inference
-from fairseq_plugins.api import Translator
 from fairseq_plugins.decoding import acceptance, core
 from fairseq_plugins.models import drafter_cache
 
-RUNS = os.environ.get("RUNS", "../runs")
+import demo_pair  # docs/experiments/demo_pair.py (the script's own folder is on sys.path)
+
 torch.set_num_threads(1)
 count, rounds, names = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split(",")
-t = Translator.load("checkpoints/demo/verifier.pt", RUNS + "/multi30k/bin", decoding="specdec",
-                    drafter="checkpoints/demo/drafter.pt", source_lang="en", target_lang="de",
-                    max_len_a=1.2, max_len_b=10, draft_length="fixed")
+t = demo_pair.load(draft_length="fixed")
 g = t.generator
-samples = []
-for line in open(RUNS + "/multi30k/spm/valid.en").read().splitlines()[:count]:
-    src = inference.encode(t.task.source_dictionary, line).unsqueeze(0)
-    samples.append({"net_input": {"src_tokens": src, "src_lengths": torch.tensor([src.numel()])}})
+samples = demo_pair.samples(t, count)
 topk_choices, log_probs = acceptance.verifier_choices, drafter_cache.DrafterCache._log_probs
 
 

@@ -6,11 +6,13 @@ ban (the package's greedy output).
 Runs fairseq-generate with it: ``python docs/experiments/double_token_junction_ban.py ban|plain
 DATA --user-dir fairseq_plugins --task double_token_translation --target-order bidirectional ...``
 (the other options as in double_token_repeats.py), then compare the two outputs with it."""
-import sys, torch
-from fairseq_plugins.double_token import search, generator as gen_mod
+import sys
+
+import torch
+
+from fairseq_plugins.double_token import generator as gen_mod
 from fairseq_plugins.double_token.search import mask_scores, _finished
 
-BAN = True  # set from argv[1] below
 def greedy_search(stepper, start, bsz, cfg):
     active = list(range(bsz))
     tokens = start.unsqueeze(0).repeat(bsz, 1)
@@ -51,7 +53,7 @@ def greedy_search(stepper, start, bsz, cfg):
             stepper.reorder(rows)
             active, tokens, token_lp = [active[r] for r in keep], tokens[rows], token_lp[rows.cpu()]
     return results
+BAN = sys.argv.pop(1) == "ban"  # read by greedy_search
 gen_mod.greedy_search = greedy_search
-BAN = sys.argv.pop(1) == "ban"
 from fairseq_cli.generate import cli_main
 cli_main()

@@ -1,0 +1,27 @@
+"""What the A/B scripts here share: the demo pair loaded as the README's harness runs it, and
+batch-1 samples of a Multi30k split (``$RUNS/multi30k``, see the README's Results)."""
+import os
+
+import torch
+
+from fairseq_plugins import inference
+from fairseq_plugins.api import Translator
+
+RUNS = os.environ.get("RUNS", "../runs")
+
+
+def load(**options) -> Translator:
+    """The demo verifier with the demo drafter, en->de, ``--max-len-a 1.2 --max-len-b 10``;
+    ``options``: ``Translator.load``'s (decoding, draft_length, ...; default decoding specdec)."""
+    options = {"decoding": "specdec", "max_len_a": 1.2, "max_len_b": 10, **options}
+    return Translator.load("checkpoints/demo/verifier.pt", RUNS + "/multi30k/bin",
+                           drafter="checkpoints/demo/drafter.pt", source_lang="en", target_lang="de", **options)
+
+
+def samples(translator: Translator, count: int, split: str = "valid"):
+    """The first ``count`` sentences of ``split`` as batch-1 fairseq samples (``net_input`` only)."""
+    out = []
+    for line in open(f"{RUNS}/multi30k/spm/{split}.en").read().splitlines()[:count]:
+        src = inference.encode(translator.task.source_dictionary, line).unsqueeze(0)
+        out.append({"net_input": {"src_tokens": src, "src_lengths": torch.tensor([src.numel()])}})
+    return out
