@@ -1,6 +1,6 @@
 """Per iteration of the draft-length guard on test2016: choice, tokens, seconds (one process, batch 1).
 
-    RUNS=... python docs/experiments/guard_trace.py PASSES OUT.json [cpu|cuda]   (needs $RUNS/multi30k/bin and spm/test.en)
+    RUNS=... python docs/experiments/guard_trace.py PASSES OUT.json [cpu|cuda [SENTENCES]]   (needs $RUNS/multi30k/bin and spm/test.en)
 """
 import json, sys, time, torch
 torch.set_num_threads(1)
@@ -12,6 +12,7 @@ RUNS = os.environ.get("RUNS", "../runs")  # where the recipes wrote multi30k/ (r
 passes = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 out_path = sys.argv[2] if len(sys.argv) > 2 else "guard_trace.json"
 device = sys.argv[3] if len(sys.argv) > 3 else "cpu"
+sentences = int(sys.argv[4]) if len(sys.argv) > 4 else None
 t = Translator.load("checkpoints/demo/verifier.pt", RUNS + "/multi30k/bin", drafter="checkpoints/demo/drafter.pt",
                     decoding="specdec", source_lang="en", target_lang="de", max_len_a=1.2, max_len_b=10,
                     draft_length="measured", device=device)
@@ -28,7 +29,7 @@ def end_iteration(self, tokens):
         log.append((self.current.iteration, True, tokens, self.clock() - self.started, True))
     orig_end(self, tokens)
 draft_length.DraftGuard.end_iteration = end_iteration
-lines = open(f"{RUNS}/multi30k/spm/test.en").read().splitlines()
+lines = open(f"{RUNS}/multi30k/spm/test.en").read().splitlines()[:sentences]
 sent_starts = []
 t0 = time.perf_counter()
 for p in range(passes):
