@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Prepared for the next lent GPU machine (not run yet). The 2026-11-26 session's guard trace on a quiet H200 decoded
+# all 1,000 test2016 sentences with default SpecDec in 25.2 s; fairseq's greedy step there measured ~4.8 ms (15 steps
+# a sentence: ~72 s), so SpecDec may be near issue 13's 3x on a quiet GPU, where the README's table (1.57-1.98x) ran
+# beside the tests. This call measures it, then trains what issue 14 needs:
+#   phase 0: install (carried wheels: docs/experiments/gpu_install.sh)
+#   phase 1, the GPU to itself: the harness, float32, batch 1, all of test2016, the rows side by side in 2 rounds
+#            (beam1, specdec, specdec:length=fixed, specdec++:beta=5,tau=3) with --profile
+#   phase 2: the double-token pair on the single-token model's distillation (as gpu_session2.sh), to END
+#   phase 3: their 10-best averages (fp16) and the logs into $OUT
+# Prepared here as gpu_session2.sh says (.whl/, gpu/{bin,dtd}; carry .whl and gpu). LOCAL=1: dry check on a CPU.
+set -u
+T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
+LOCAL=${LOCAL:-0}; END=${END:-500}
+R=${R:-/tmp/runs}; mkdir -p "$R"
+exec > >(tee -a "$OUT/main.log") 2>&1
+pin() { local cores=$1; shift; if [ "$LOCAL" = 1 ]; then "$@"; else taskset -c "$cores" "$@"; fi; }
+REPO=$PWD
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null
+if [ "$LOCAL" = 1 ]; then
+  source /work/venv/bin/activate; CPU=1; DEV=cpu; SENTENCES=20
+else
+  CPU=0; DEV=cuda; SENTENCES=0
+  . docs/experiments/gpu_install.sh "$R/install.log"
+fi
+echo "[$(el)s] installed"
+
+pin 15 timeout ${HTIME:-300} python -m fairseq_plugins.bench.latency "$REPO/gpu/bin" --path checkpoints/demo/verifier.pt \
+  --drafter-path checkpoints/demo/drafter.pt --source-lang en --target-lang de --remove-bpe sentencepiece \
+  --max-len-a 1.2 --max-len-b 10 --threads 1 --device "$DEV" --no-ctranslate2 --no-progress-bar --profile \
+  --max-sentences "$SENTENCES" --rounds 2 --warmup 10 --decoders beam1,specdec,specdec:length=fixed,specdec++:beta=5,tau=3 \
+  --out-md "$OUT/harness.md" --out-json "$R/harness.json" > "$R/harness.log" 2>&1; echo "harness rc $?"
+cat "$OUT/harness.md" 2>/dev/null | grep '^|'
+echo "[$(el)s] harness done"
+
+STOP=$(python -c "print(round(max(60, $END - $(el) - 40) / 3600, 4))")
+export RUNS=$R
+for order in bidirectional single_l2r; do
+  cores=0-6; [ $order = single_l2r ] && cores=7-14
+  CPU=$CPU FP16=0 CONVERGE=1 ORDERS=$order DATA=$REPO/gpu/bin TRAIN_DATA=$REPO/gpu/dtd SAVE_ROOT=$R/dtd \
+    MAX_EPOCH=${DT_EPOCHS:-200} pin $cores bash recipes/double-token/train-multi30k.sh --stop-time-hours "$STOP" \
+    > "$R/dtd_$order.out" 2>&1 &
+  TRAIN_PIDS="${TRAIN_PIDS:-} $!"
+done
+while [ "$(el)" -lt "$END" ] && [ -n "$(jobs -rp)" ]; do sleep 5; done
+pkill -f -- "--save-dir $R/"; wait $TRAIN_PIDS  # not a bare wait: it would wait for the log's tee
+for order in bidirectional single_l2r; do
+  d=$R/dtd/$order; grep 'valid on' $d/train.log | tail -1 | cut -c1-200
+  ck=$d/checkpoint_avg_best.pt; [ -s $ck ] || ck=$d/checkpoint_best.pt
+  python -m fairseq_plugins.scripts.export_checkpoint $ck $R/dtd_$order.pt --fp16 && split -b 15M $R/dtd_$order.pt $OUT/dtd_$order.pt.part-
+done
+(cd "$R" && tar czf "$OUT/logs.tgz" --ignore-failed-read install.log harness.* dtd_*.out dtd/*/train.log 2>/dev/null)
+ls -la "$OUT"; echo "[$(el)s] done"
