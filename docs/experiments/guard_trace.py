@@ -1,8 +1,25 @@
 """Per iteration of the draft-length guard on test2016: choice, tokens, seconds (one process, batch 1).
 
     RUNS=... python docs/experiments/guard_trace.py PASSES OUT.json [cpu|cuda [SENTENCES]]   (needs $RUNS/multi30k/bin and spm/test.en)
+    python docs/experiments/guard_trace.py --summary OUT.json    (drafted vs undrafted iterations of a saved trace)
 """
-import json, sys, time, torch
+import json, statistics, sys, time, torch
+
+
+def summary(log):
+    """Per choice (drafted or not): iterations, tokens per iteration, median / mean ms, ms per token."""
+    for drafting in (True, False):
+        rows = [r for r in log if r[1] == drafting]
+        if rows:
+            seconds, tokens = [r[3] for r in rows], sum(r[2] for r in rows)
+            print(f"{'drafted' if drafting else 'not drafted'}: {len(rows)} of {len(log)} iterations, "
+                  f"{tokens / len(rows):.2f} tokens each, median {1e3 * statistics.median(seconds):.2f} ms, "
+                  f"mean {1e3 * sum(seconds) / len(rows):.2f} ms, {1e3 * sum(seconds) / tokens:.2f} ms per token")
+
+
+if sys.argv[1:2] == ["--summary"]:
+    summary(json.load(open(sys.argv[2]))["log"])
+    sys.exit()
 torch.set_num_threads(1)
 from fairseq_plugins.api import Translator
 from fairseq_plugins import inference
@@ -40,3 +57,4 @@ for p in range(passes):
         g.generate(t.models, sample)
     print(f"pass {p}: {time.perf_counter() - t0:.1f} s, drafted {sum(r[1] for r in log)}/{len(log)}", flush=True)
 json.dump({"log": log, "sent_starts": sent_starts}, open(out_path, "w"))
+summary(log)
