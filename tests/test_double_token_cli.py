@@ -173,6 +173,33 @@ def test_multi30k_recipe_dry_run(reverse_data, tmp_path):
     assert rerun.returncode == 0 and "trained already" in rerun.stdout and "fairseq_cli.train" not in rerun.stdout
 
 
+def test_multi30k_recipe_trains_on_after_a_stop_by_time(reverse_data, tmp_path):
+    """A run stopped by --stop-time-hours is not marked done: the same command resumes it and
+    trains to its end (a time budget splits a training across sessions; it does not finish it)."""
+    import os
+    import subprocess
+
+    from conftest import BIN_DIR, REPO
+
+    env = {**os.environ, "DRY_RUN": "1", "DATA": str(reverse_data), "SRC": "src", "TGT": "tgt",
+           "REMOVE_BPE": "none", "ORDERS": "bidirectional", "SAVE_ROOT": str(tmp_path),
+           "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
+    script = str(REPO / "recipes" / "double-token" / "train-multi30k.sh")
+    run = lambda *extra: subprocess.run(["bash", script, *extra], env=env, text=True,  # noqa: E731
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+    stopped = run("--stop-time-hours", "0.000001")
+    assert stopped.returncode == 0, stopped.stdout[-4000:]
+    assert "stopped by --stop-time-hours, not finished" in stopped.stdout
+    assert (tmp_path / "bidirectional" / "checkpoint_last.pt").exists()
+    assert not (tmp_path / "bidirectional" / "training.done").exists()
+    assert not (tmp_path / "bidirectional" / "checkpoint2.pt").exists()
+    resumed = run()
+    assert resumed.returncode == 0, resumed.stdout[-4000:]
+    assert "Loaded checkpoint" in resumed.stdout and "trained already" not in resumed.stdout
+    assert (tmp_path / "bidirectional" / "checkpoint2.pt").exists()
+    assert (tmp_path / "bidirectional" / "training.done").exists()
+
+
 def test_multi30k_recipe_converge_dry_run(reverse_data, tmp_path):
     """CONVERGE=1: BLEU on valid every epoch, the best checkpoints kept and averaged, the
     averaged model evaluated, valid BLEU curves plotted."""

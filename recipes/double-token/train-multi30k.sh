@@ -18,7 +18,8 @@
 #   DRY_RUN=1 DATA=<small binarized dir> SRC=src TGT=tgt REMOVE_BPE=none bash recipes/double-token/train-multi30k.sh
 # Every option below is an env var. Extra fairseq-train options: append after the script name.
 # An order whose SAVE_ROOT/ORDER/training.done exists is not trained again (delete it to train on:
-# fairseq-train resumes from checkpoint_last.pt); results.md is rewritten by every EVALUATE=1 run.
+# fairseq-train resumes from checkpoint_last.pt); a run stopped by --stop-time-hours writes none, so the same command
+# trains on. results.md is rewritten by every EVALUATE=1 run.
 set -euo pipefail
 main() {
   . "$(dirname "$0")/../lib/common.sh"
@@ -149,8 +150,14 @@ train_one() {
     log "$order: trained already ($SAVE_ROOT/$order/training.done)"; return
   fi
   mkdir -p "$SAVE_ROOT/$order"
+  local train_log=$SAVE_ROOT/$order/train.log logged=0
+  [ -f "$train_log" ] && logged=$(wc -l < "$train_log")
   log "training $ARCH --target-order $order on $DATA -> $SAVE_ROOT/$order"
-  fairseq-train "${args[@]}" "$@" 2>&1 | tee -a "$SAVE_ROOT/$order/train.log"
+  fairseq-train "${args[@]}" "$@" 2>&1 | tee -a "$train_log"
+  if tail -n +"$((logged + 1))" "$train_log" | grep -q "Stopping training due to cumulative_training_time"; then
+    log "$order: stopped by --stop-time-hours, not finished: run the same command again to train on"
+    return
+  fi
   date > "$SAVE_ROOT/$order/training.done"
 }
 
