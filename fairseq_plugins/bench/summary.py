@@ -11,12 +11,13 @@ ROW_KEYS = ("decoder", "engine", "batch_size")
 
 
 def bleu(hypotheses: List[str], references: Optional[List[str]]) -> Optional[float]:
-    """sacreBLEU (default 13a tokenization) of detokenized text; None without references."""
+    """sacreBLEU (default 13a tokenization) of detokenized text, unrounded (the tables round it, the
+    JSON keeps it, so that a difference such as -1.0005 is not read as -1.00); None without references."""
     if references is None:
         return None
     import sacrebleu
 
-    return round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2)
+    return sacrebleu.corpus_bleu(hypotheses, [references]).score
 
 
 def iteration_stats(results: Dict[int, SentenceResult]) -> Dict[str, object]:
