@@ -11,24 +11,13 @@
 #   phase 2: GPU trainings beside the tests: double-token bidirectional + single_l2r (CONVERGE=1), drafter continuation
 #   phase 3: exports (fp16) and logs into $OUT
 # LOCAL=1: a dry check of the script's logic on a CPU machine (no install, tiny runs).
-set -u
-T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
-LOCAL=${LOCAL:-0}; END=${END:-505}         # seconds after start by which phase 3 begins
-R=${R:-/tmp/runs}; mkdir -p "$R"
-exec > >(tee -a "$OUT/main.log") 2>&1
-pin() { local cores=$1; shift; if [ "$LOCAL" = 1 ]; then "$@"; else taskset -c "$cores" "$@"; fi; }
-REPO=$PWD
-echo "[$(el)s] start on $(hostname); $(nproc) cores"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null
-
+END=${END:-505}         # seconds after start by which phase 3 begins
+. docs/experiments/gpu_prelude.sh
 if [ "$LOCAL" = 1 ]; then
-  source /work/venv/bin/activate; CPU=1; DEV=cpu; PARALLEL=""; TESTS="tests/test_cuda.py tests/test_spec_eval.py"
+  PARALLEL=""; TESTS="tests/test_cuda.py tests/test_spec_eval.py"
 else
-  CPU=0; DEV=cuda; PARALLEL="-n 10 --timeout 300"; TESTS=tests
-  . docs/experiments/gpu_install.sh "$R/install.log"
+  PARALLEL="-n 10 --timeout 300"; TESTS=tests
 fi
-python -c 'import torch, sys; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")'
-echo "[$(el)s] installed"
 
 # phase 1a: tests with CUDA visible (results line by line: -v)
 ( pin 0-9 timeout $((END - $(el) - 10)) python -m pytest $TESTS $PARALLEL -v -p no:benchmark -p no:cacheprovider \

@@ -11,23 +11,9 @@
 # Prepared here (ignored through .git/info/exclude, carried): .whl/ and gpu/{bin,distilled} as gpu_session.sh says;
 # gpu/dtd = the train split + dictionaries of $RUNS/multi30k/distilled-single-beam5/bin; gpu/m30/multi30k/spm/test.en.
 # LOCAL=1: a dry check of the logic on a CPU machine (no install, tiny runs).
-set -u
-T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
-LOCAL=${LOCAL:-0}; END=${END:-490}         # seconds after start by which phase 3 begins
-R=${R:-/tmp/runs}; mkdir -p "$R"
-exec > >(tee -a "$OUT/main.log") 2>&1
-pin() { local cores=$1; shift; if [ "$LOCAL" = 1 ]; then "$@"; else taskset -c "$cores" "$@"; fi; }
-REPO=$PWD
-echo "[$(el)s] start on $(hostname); $(nproc) cores"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null
-if [ "$LOCAL" = 1 ]; then
-  source /work/venv/bin/activate; CPU=1; DEV=cpu; SENTENCES=20; TESTS=tests/test_cuda.py
-else
-  CPU=0; DEV=cuda; SENTENCES=1000; TESTS="tests/test_cuda.py -k fairseq_generate"
-  . docs/experiments/gpu_install.sh "$R/install.log"
-fi
-python -c 'import torch, sys; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")'
-echo "[$(el)s] installed"
+END=${END:-490}         # seconds after start by which phase 3 begins
+. docs/experiments/gpu_prelude.sh
+if [ "$LOCAL" = 1 ]; then SENTENCES=20; TESTS=tests/test_cuda.py; else SENTENCES=1000; TESTS="tests/test_cuda.py -k fairseq_generate"; fi
 
 # phase 1: the GPU to itself
 mkdir -p gpu/m30/multi30k && ln -sfn "$REPO/gpu/bin" gpu/m30/multi30k/bin

@@ -9,21 +9,9 @@
 #   phase 2: the double-token pair on the single-token model's distillation (as gpu_session2.sh), to END
 #   phase 3: their 10-best averages (fp16) and the logs into $OUT
 # Prepared here as gpu_session2.sh says (.whl/, gpu/{bin,dtd}; carry .whl and gpu). LOCAL=1: dry check on a CPU.
-set -u
-T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
-LOCAL=${LOCAL:-0}; END=${END:-500}
-R=${R:-/tmp/runs}; mkdir -p "$R"
-exec > >(tee -a "$OUT/main.log") 2>&1
-pin() { local cores=$1; shift; if [ "$LOCAL" = 1 ]; then "$@"; else taskset -c "$cores" "$@"; fi; }
-REPO=$PWD
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null
-if [ "$LOCAL" = 1 ]; then
-  source /work/venv/bin/activate; CPU=1; DEV=cpu; SENTENCES=20
-else
-  CPU=0; DEV=cuda; SENTENCES=0
-  . docs/experiments/gpu_install.sh "$R/install.log"
-fi
-echo "[$(el)s] installed"
+END=${END:-500}         # seconds after start by which phase 3 begins
+. docs/experiments/gpu_prelude.sh
+if [ "$LOCAL" = 1 ]; then SENTENCES=20; else SENTENCES=0; fi
 
 pin 15 timeout ${HTIME:-300} python -m fairseq_plugins.bench.latency "$REPO/gpu/bin" --path checkpoints/demo/verifier.pt \
   --drafter-path checkpoints/demo/drafter.pt --source-lang en --target-lang de --remove-bpe sentencepiece \
