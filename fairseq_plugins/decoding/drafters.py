@@ -31,6 +31,7 @@ from the verifier with class attributes, and the core provides it:
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Union
 
+import torch
 from torch import Tensor
 
 
@@ -50,10 +51,16 @@ class BatchStart:
 
 @dataclass(frozen=True)
 class Draft:
-    """Drafted tokens (B, k') and, optionally, the drafter's log-probs (B, k', V)."""
+    """Drafted tokens (B, k') and, optionally, the drafter's scores (B, k', V): logits or
+    log-probs; ``lprobs`` normalises them when read (the core only reads ``tokens``)."""
 
     tokens: Tensor
-    lprobs: Optional[Tensor] = None
+    scores: Optional[Tensor] = None
+
+    @property
+    def lprobs(self) -> Optional[Tensor]:
+        """The drafter's log-probs (B, k', V) float32, or None."""
+        return None if self.scores is None else torch.log_softmax(self.scores.float(), dim=-1)
 
 
 @dataclass(frozen=True)

@@ -446,7 +446,9 @@ class FastDecoderLayers:
         for layer in self.layers:
             layer.ensure_capacity(length)
         write = self._uniform_write(low, m) if low == high else self._ragged_write(valid, m)
-        if block_hidden is not None:
+        if block_hidden is not None and low == high and block_padding is None:
+            self_mask = F.pad(block_hidden, (low, 0))  # (m, length): every row sees its whole cache
+        elif block_hidden is not None:
             self_mask = self._block_mask(valid, length, m, block_hidden, block_padding)
         elif low == high:
             self_mask = self._uniform_mask(low, m, x.device)

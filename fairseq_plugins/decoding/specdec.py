@@ -62,7 +62,7 @@ class BlockDrafter(Drafter):
     (the core encodes once); any other runs its own encoder once per batch.  With a causal
     prefix (the default) the drafter's prefix states are cached across iterations
     (``models.drafter_cache``): each proposal feeds only the newly accepted tokens and the
-    queries.  ``propose`` returns the drafted tokens with the drafter's log-probs.
+    queries.  ``propose`` returns the drafted tokens with the drafter's scores (``Draft.lprobs``).
 
     Its drafts fail independently of the last one, so ``--draft-length measured`` drafts the
     whole block (on Multi30k valid, batch 1: full blocks 1.98-2.04x greedy, shrinking after
@@ -100,12 +100,12 @@ class BlockDrafter(Drafter):
     @torch.no_grad()
     def propose(self, tokens, lengths, k):
         if self.cache is not None:
-            lprobs = self.cache.propose_log_probs(tokens, lengths, k)
+            scores = self.cache.propose_logits(tokens, lengths, k)
         else:
-            lprobs = self.model.propose_logits(self.encoder_out, tokens[:, : int(lengths.max())], lengths, k)
+            scores = self.model.propose_logits(self.encoder_out, tokens[:, : int(lengths.max())], lengths, k)
             if self.vocab_limit:
-                lprobs = lprobs[..., : self.vocab_limit].log_softmax(-1)
-        return Draft(lprobs.argmax(-1), lprobs)
+                scores = scores[..., : self.vocab_limit]
+        return Draft(scores.argmax(-1), scores)
 
     def keep_rows(self, rows):
         if self.cache is not None:  # the cache reorders its own encoder output

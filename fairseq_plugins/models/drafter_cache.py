@@ -8,7 +8,10 @@ proposal.  :class:`DrafterCache` feeds, per proposal, one block through the deco
     columns 0 .. M-1      each row's new prefix tokens tokens[fed_i:length_i], right-padded
     columns M .. M+Q-1    the Q mask queries (``n_queries``, as the uncached forward runs)
 
-through the decoder layers, then keeps only the new prefix tokens.  Two implementations
+through the decoder layers, then keeps only the new prefix tokens.  A query's input depends on
+the source and its target position only (the mask symbol or the soft copy, plus its position
+embedding), so the queries' embeddings are computed once per batch for every target position
+(``QueryTable``) and each proposal gathers its rows'.  Two implementations
 of the layers, same numbers (tests/test_drafter_cache.py):
 
 - the lean layers of ``decoding.fast_decoder`` (the verifier's): preallocated buffers, the
@@ -97,16 +100,61 @@ def embed_positions_at(embed_positions, positions: Tensor) -> Optional[Tensor]:
     return at_positions(embed_positions, positions)
 
 
-def block_positions(fed: Tensor, lengths: Tensor, n_prefix: int, n_queries: int, pad: int) -> Tensor:
-    """fairseq position numbers (B, M+Q) of the block (real tokens counted from 1, + pad).
-
-    New prefix token j of row i is token fed_i + j of its row; query q follows the
-    row's whole prefix (lengths_i + q); pad slots get the pad position.
-    """
+def prefix_positions(fed: Tensor, n_new: Tensor, n_prefix: int, pad: int) -> Tensor:
+    """fairseq position numbers (B, M) of each row's new prefix tokens, right-padded: new
+    token j of row i is token fed_i + j of its row (real tokens counted from 1, + pad);
+    pad slots get the pad position."""
     offsets = torch.arange(n_prefix, device=fed.device)[None, :]
-    prefix = (fed[:, None] + offsets + 1 + pad).masked_fill(offsets >= (lengths - fed)[:, None], pad)
-    queries = lengths[:, None] + torch.arange(n_queries, device=fed.device)[None, :] + 1 + pad
-    return torch.cat([prefix, queries], dim=1)
+    return (fed[:, None] + offsets + 1 + pad).masked_fill(offsets >= n_new[:, None], pad)
+
+
+class QueryTable:
+    """Embeddings (B, P, C) of a mask query at every target index p < P, for a batch.
+
+    The query predicting target token p (0-based; column p + 1 of the core's tokens, whose
+    column 0 is EOS) is the mask symbol's embedding, or with ``soft_copy`` the source
+    embeddings' soft copy at p, plus position p + 2 + pad, then the embedding layer norm:
+    ``BlockDrafterDecoder.embed_block`` for a mask query, computed once instead of per proposal.
+    """
+
+    def __init__(self, decoder):
+        self.decoder = decoder
+        self.table: Optional[Tensor] = None
+
+    def gather(self, first: Tensor, n_queries: int, encoder_out: Dict) -> Tensor:
+        """(B, Q, C) embeddings of queries first[i] .. first[i] + Q - 1 of each row; first (B,)."""
+        index = first[:, None] + torch.arange(n_queries, device=first.device)[None, :]  # (B, Q)
+        needed = int(first.max()) + n_queries
+        if self.table is None or self.table.size(1) < needed:
+            grown = 32 if self.table is None else 2 * self.table.size(1)
+            self.table = self._embed(first.size(0), max(needed, min(grown, self.decoder.max_positions() - 1)), encoder_out)
+        return self.table.gather(1, index[:, :, None].expand(-1, -1, self.table.size(2)))
+
+    def keep_rows(self, rows: Tensor):
+        if self.table is not None:
+            self.table = self.table.index_select(0, rows)
+
+    def _embed(self, batch_size: int, n_positions: int, encoder_out: Dict) -> Tensor:
+        decoder = self.decoder
+        device = decoder.embed_tokens.weight.device
+        targets = torch.arange(n_positions, device=device)[None, :].expand(batch_size, -1)  # (B, P)
+        x = decoder.embed_scale * decoder.embed_tokens(torch.full_like(targets, decoder.mask_idx))
+        if decoder.soft_copy:
+            x = drafter_blocks.soft_copy(encoder_out["encoder_embedding"][0], encoder_out["encoder_padding_mask"][0],
+                                         targets, decoder.copy_temperature).to(x)
+        return embed_rest(decoder, x, targets + 2 + decoder.padding_idx)
+
+
+def embed_rest(decoder, x: Tensor, positions: Tensor) -> Tensor:
+    """``embed_block`` after the token embedding: x (B, m, C) at fairseq positions (B, m)."""
+    if decoder.project_in_dim is not None:
+        x = decoder.project_in_dim(x)
+    pos = embed_positions_at(decoder.embed_positions, positions)
+    if pos is not None:
+        x = x + pos
+    if decoder.layernorm_embedding is not None:
+        x = decoder.layernorm_embedding(x)
+    return decoder.dropout_module(x)
 
 
 def block_attention_bias(n_prefix: int, n_queries: int, like: Tensor) -> Optional[Tensor]:
@@ -146,6 +194,9 @@ class DrafterCache:
         self.fed = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,) tokens in the cache
         self.tokens = torch.zeros(batch_size, 0, dtype=torch.long, device=device)  # (B, T) what was fed
         self.length = 0  # T, physical cache length == max(fed)
+        self.queries = QueryTable(decoder)
+        self.banned = torch.tensor([b for b in decoder.banned if not vocab_limit or b < vocab_limit], dtype=torch.long,
+                                   device=device)
         self.block_hidden: Dict[tuple, Tensor] = {}  # (M, Q, device) -> bool mask (lean layers)
         self.block_biases: Dict[tuple, Optional[Tensor]] = {}  # (M, Q, dtype, device) -> additive mask (fallback)
 
@@ -157,15 +208,24 @@ class DrafterCache:
         tokens (B, >= max length): accepted tokens, column 0 = eos, pad after ``lengths``;
         lengths (B,): every row's length, never below what an earlier call saw.
         """
+        return torch.log_softmax(self.propose_logits(tokens, lengths, k), dim=-1)
+
+    @torch.no_grad()
+    def propose_logits(self, tokens: Tensor, lengths: Tensor, k: int) -> Tensor:
+        """Logits (B, k, V) float32 of the next k tokens, banned tokens at -inf (their
+        argmax is the drafts: the log-softmax is only needed for probabilities)."""
         decoder = self.decoder
         longest = int(lengths.max())
         n_queries = count_queries(decoder, longest, k)
         self._check_prefix_grew(tokens, lengths)
         n_new = lengths - self.fed
         n_prefix = int(n_new.max())
-        block, key_padding = self._block_tokens(tokens, n_new, n_prefix, n_queries)
-        positions = block_positions(self.fed, lengths, n_prefix, n_queries, decoder.padding_idx)
-        x = self._embed(block, positions, lengths, n_prefix).transpose(0, 1)  # (M+Q, B, C)
+        x = self.queries.gather(lengths - 1, n_queries, self.encoder_out)  # (B, Q, C)
+        key_padding = None
+        if n_prefix > 0:
+            prefix, key_padding = self._embed_prefix(tokens, n_new, n_prefix, n_queries)
+            x = torch.cat([prefix, x], dim=1)
+        x = x.transpose(0, 1)  # (M+Q, B, C)
         if self.layers is not None:
             hidden = self._block_hidden(n_prefix, n_queries, x.device)
             x = self.layers.forward(x, self.fed, int(self.fed.min()), self.length, hidden, key_padding)
@@ -175,7 +235,7 @@ class DrafterCache:
             x = self._fairseq_layers(x, n_prefix, n_queries, key_padding)
             self._keep_new_prefix(n_new, n_prefix + n_queries)
         self.tokens = tokens[:, :longest].clone()
-        return self._log_probs(x[n_prefix:n_prefix + k])
+        return self._logits(x[n_prefix:n_prefix + k])
 
     def _fairseq_layers(self, x: Tensor, n_prefix: int, n_queries: int, key_padding: Optional[Tensor]) -> Tensor:
         """The fallback: fairseq's own layers on its ``incremental_state``, x (M+Q, B, C)."""
@@ -212,52 +272,33 @@ class DrafterCache:
         if lengths.size(0) != self.fed.size(0):
             raise PluginError(f"the drafter cache holds {self.fed.size(0)} rows, got {lengths.size(0)} "
                               "(call keep_rows when rows leave the batch)")
-        if bool((lengths < self.fed).any()) or bool((lengths < 1).any()):
+        if bool(((lengths < self.fed) | (lengths < 1)).any()):
             raise PluginError("a row's accepted prefix shrank below what the drafter cache holds")
         cached = torch.arange(self.length, device=tokens.device)[None, :] < self.fed[:, None]
         if bool((tokens[:, :self.length].ne(self.tokens) & cached).any()):
             raise PluginError("accepted tokens already in the drafter cache changed (accepted tokens must be final)")
 
-    def _block_tokens(self, tokens: Tensor, n_new: Tensor, n_prefix: int, n_queries: int):
-        """Block (B, M+Q) = new prefix tokens right-padded + mask queries, and its key
-        padding mask (B, M+Q), True at pad slots (None without pad slots: fairseq's
-        attention then skips masking)."""
+    def _embed_prefix(self, tokens: Tensor, n_new: Tensor, n_prefix: int, n_queries: int):
+        """Embeddings (B, M, C) of each row's new prefix tokens tokens[fed_i:length_i],
+        right-padded, and the block's key padding mask (B, M+Q), True at pad slots (None
+        without pad slots: attention then skips masking)."""
         decoder = self.decoder
         offsets = torch.arange(n_prefix, device=tokens.device)[None, :]
         index = (self.fed[:, None] + offsets).clamp(max=tokens.size(1) - 1)
         is_pad = offsets >= n_new[:, None]
         new_tokens = tokens.gather(1, index).masked_fill(is_pad, decoder.padding_idx)
-        queries = decoder.mask_queries(tokens.size(0), n_queries, tokens.device)
-        key_padding = torch.cat([is_pad, is_pad.new_zeros(queries.shape)], dim=1) if bool(is_pad.any()) else None
-        return torch.cat([new_tokens, queries], dim=1), key_padding
+        key_padding = None
+        if tokens.size(0) > 1 and bool(is_pad.any()):
+            key_padding = torch.cat([is_pad, is_pad.new_zeros(tokens.size(0), n_queries)], dim=1)
+        x = decoder.embed_scale * decoder.embed_tokens(new_tokens)
+        positions = prefix_positions(self.fed, n_new, n_prefix, decoder.padding_idx)
+        return embed_rest(decoder, x, positions), key_padding
 
-    def _embed(self, block: Tensor, positions: Tensor, lengths: Tensor, n_prefix: int) -> Tensor:
-        """Embeddings (B, M+Q, C) of the block, as ``BlockDrafterDecoder.embed_block``
-        computes them for the same tokens in the uncached layout."""
-        decoder = self.decoder
-        x = decoder.embed_scale * decoder.embed_tokens(block)
-        if decoder.soft_copy:
-            n_queries = block.size(1) - n_prefix
-            target_positions = (lengths - 1)[:, None] + torch.arange(n_queries, device=block.device)[None, :]
-            copied = drafter_blocks.soft_copy(
-                self.encoder_out["encoder_embedding"][0], self.encoder_out["encoder_padding_mask"][0],
-                target_positions, decoder.copy_temperature,
-            )
-            x = torch.cat([x[:, :n_prefix], copied.to(x)], dim=1)  # every query is a mask
-        if decoder.project_in_dim is not None:
-            x = decoder.project_in_dim(x)
-        pos = embed_positions_at(decoder.embed_positions, positions)
-        if pos is not None:
-            x = x + pos
-        if decoder.layernorm_embedding is not None:
-            x = decoder.layernorm_embedding(x)
-        return decoder.dropout_module(x)
-
-    def _log_probs(self, x: Tensor) -> Tensor:
-        """Query states (k, B, C) after the last layer -> log-probs (B, k, V), float32,
-        banned tokens at -inf.  Only the k returned queries reach the output layer; with a
+    def _logits(self, x: Tensor) -> Tensor:
+        """Query states (k, B, C) after the last layer -> logits (B, k, V), float32, banned
+        tokens at -inf.  Only the k returned queries reach the output layer; with a
         ``vocab_limit`` N only its first N rows (fairseq dictionaries are sorted by frequency),
-        V = N and the distribution is renormalised over them."""
+        V = N (the log-softmax renormalises over them)."""
         decoder = self.decoder
         if decoder.layer_norm is not None:
             x = decoder.layer_norm(x)
@@ -265,8 +306,7 @@ class DrafterCache:
         if decoder.project_out_dim is not None:
             x = decoder.project_out_dim(x)
         logits = self.project(x).float()
-        logits[..., [b for b in decoder.banned if b < logits.size(-1)]] = float("-inf")
-        return torch.log_softmax(logits, dim=-1)
+        return logits.index_fill_(-1, self.banned, float("-inf"))
 
     def _self_attention_buffers(self):
         for layer in self.decoder.layers:
@@ -303,6 +343,7 @@ class DrafterCache:
 
         The self-attention buffers are also cut to the longest row left."""
         self.encoder_out = reorder_encoder_out(self.encoder_out, rows)
+        self.queries.keep_rows(rows)
         self.fed = self.fed.index_select(0, rows)
         self.length = int(self.fed.max()) if rows.numel() > 0 else 0
         self.tokens = self.tokens.index_select(0, rows)[:, :self.length]
