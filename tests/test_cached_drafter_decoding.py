@@ -34,6 +34,27 @@ def test_cached_drafter_drafts_as_the_uncached_one(seed, src_lengths, k, adaptiv
         assert with_cache[0]["accepted_per_iteration"] == without[0]["accepted_per_iteration"]
 
 
+def test_hypotheses_are_ordinary_tensors_after_inference_mode():
+    """The core decodes in torch.inference_mode; its hypotheses must still be tensors that
+    callers may change in place outside it (fairseq-generate divides positional scores by
+    log 2 in place) and that a drafter's training may use afterwards."""
+    import math
+
+    verifier = build_verifier(DICT, seed=4)
+    batch = make_batch(DICT, [5, 3], seed=4)
+    generator = SpeculativeGenerator(verifier, DICT, BlockDrafter(build_drafter(DICT, seed=5)),
+                                     SpeculativeConfig(block_size=3, max_len_b=10))
+    for hypos in generator.generate([verifier], batch):
+        hypo = hypos[0]
+        for name in ("tokens", "score", "positional_scores"):
+            assert not hypo[name].is_inference(), name
+        before = hypo["positional_scores"].clone()
+        hypo["positional_scores"].div_(math.log(2))
+        torch.testing.assert_close(hypo["positional_scores"] * math.log(2), before)
+    loss = sum(p.sum() for p in verifier.parameters())  # the models still train
+    loss.backward()
+
+
 def test_draft_carries_the_drafters_log_probs():
     drafter = build_drafter(DICT, seed=3)
     adapter = BlockDrafter(drafter)
