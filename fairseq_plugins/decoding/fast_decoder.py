@@ -11,11 +11,14 @@ layer owns buffers written in place::
 so rolling back is moving the per-row lengths (the caller's ``valid``) and nothing else.
 The encoder keys/values are projected once per batch.
 
-The arithmetic mirrors fairseq 0.12.2's own incremental path (which an incremental
+The arithmetic is fairseq 0.12.2's own incremental path (which an incremental
 ``MultiheadAttention`` always takes, never ``F.multi_head_attention_forward``): q/k/v
-linear projections, ``q *= head_dim ** -0.5`` before ``bmm(q, k^T)``, -inf masking,
-softmax in float32, ``bmm(probs, v)``, output projection; the layer's residuals and
-layer norms as configured (pre- or post-norm).  Dropout is the identity (eval).
+linear projections, attention softmax(q k^T * head_dim ** -0.5) v with hidden slots
+masked, output projection; the layer's residuals and layer norms as configured (pre- or
+post-norm).  Dropout is the identity (eval).  The attention is one call of torch's
+``scaled_dot_product_attention`` instead of fairseq's scale / bmm / -inf / float32
+softmax / bmm: the same numbers to rounding (in a float64 model fairseq's float32 softmax
+is the coarser one), with about ten fewer operations per attention.
 """
 import contextlib
 import warnings
@@ -312,21 +315,18 @@ class Int8Linears(_SmallWeightsOnFloat):
             return torch.ops.quantized.linear_prepack(quantized, bias)
 
 
-def heads_first(x: Tensor, heads: int, head_dim: int) -> Tensor:
-    """(T, B, heads * head_dim) -> (B * heads, T, head_dim), as fairseq lays q/k/v out."""
-    return x.contiguous().view(x.size(0), x.size(1) * heads, head_dim).transpose(0, 1)
+def split_heads(x: Tensor, heads: int, head_dim: int) -> Tensor:
+    """(T, B, heads * head_dim) -> (B, heads, T, head_dim) (a view)."""
+    return x.view(x.size(0), x.size(1), heads, head_dim).permute(1, 2, 0, 3)
 
 
-def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], heads: int) -> Tensor:
-    """Scaled q (B*H, m, d), keys/values (B*H, L, d), bool mask broadcastable to
-    (B, H, m, L) (True = hidden) -> (m, B, H*d)."""
-    weights = torch.bmm(q, k.transpose(1, 2))
-    bh, m, length = weights.shape
-    if mask is not None:
-        weights = weights.view(bh // heads, heads, m, length).masked_fill(mask, float("-inf")).view(bh, m, length)
-    probs = F.softmax(weights, dim=-1, dtype=torch.float32).type_as(weights)
-    out = torch.bmm(probs, v)
-    return out.transpose(0, 1).contiguous().view(m, bh // heads, -1)
+def attend(q: Tensor, k: Tensor, v: Tensor, visible: Optional[Tensor], scaling: float) -> Tensor:
+    """Queries q (B, H, m, d), keys/values (B, H, L, d), bool mask broadcastable to
+    (B, H, m, L) (True = may attend) or None -> (m, B, H*d): softmax(q k^T * scaling) v,
+    in one ``scaled_dot_product_attention`` call (fairseq's bmm / -inf / softmax / bmm, one
+    operation instead of about ten; equal to rounding)."""
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=visible, scale=scaling)
+    return out.permute(2, 0, 1, 3).reshape(q.size(2), q.size(0), -1)
 
 
 class FastLayer:
@@ -349,15 +349,15 @@ class FastLayer:
         shape = (batch_size, self.heads, INITIAL_CAPACITY, self.head_dim)
         self.key = like.new_zeros(shape)
         self.value = like.new_zeros(shape)
-        self.encoder_key: Optional[Tensor] = None  # (B*H, S, d)
+        self.encoder_key: Optional[Tensor] = None  # (B, H, S, d)
         self.encoder_value: Optional[Tensor] = None
 
     def project_encoder(self, encoder_states: Optional[Tensor]):
-        """Encoder keys/values (S, B, C) -> (B*H, S, d), once per batch."""
+        """Encoder keys/values (S, B, C) -> (B, H, S, d), once per batch."""
         if self.encoder_attn is None or encoder_states is None:
             return
-        self.encoder_key = heads_first(self.encoder_k(encoder_states), self.heads, self.head_dim)
-        self.encoder_value = heads_first(self.encoder_v(encoder_states), self.heads, self.head_dim)
+        self.encoder_key = split_heads(self.encoder_k(encoder_states), self.heads, self.head_dim).contiguous()
+        self.encoder_value = split_heads(self.encoder_v(encoder_states), self.heads, self.head_dim).contiguous()
 
     def ensure_capacity(self, needed: int):
         capacity = self.key.size(2)
@@ -373,40 +373,31 @@ class FastLayer:
     def keep_rows(self, rows: Tensor):
         self.key, self.value = self.key.index_select(0, rows), self.value.index_select(0, rows)
         if self.encoder_key is not None:
-            bh, s, d = self.encoder_key.shape
-            self.encoder_key = self.encoder_key.view(bh // self.heads, self.heads, s, d).index_select(0, rows).view(-1, s, d)
-            self.encoder_value = self.encoder_value.view(bh // self.heads, self.heads, s, d).index_select(0, rows).view(-1, s, d)
+            self.encoder_key = self.encoder_key.index_select(0, rows)
+            self.encoder_value = self.encoder_value.index_select(0, rows)
 
-    def self_attention(self, x: Tensor, write, length: int, mask: Optional[Tensor]) -> Tensor:
+    def self_attention(self, x: Tensor, write, length: int, visible: Optional[Tensor]) -> Tensor:
         """x (m, B, C); ``write(buffer, new)`` stores new (B, H, m, d) at each row's slots."""
-        m, bsz, _ = x.shape
-        q = self.self_q(x)
-        q *= self.scaling
         for buffer, projection in ((self.key, self.self_k), (self.value, self.self_v)):
-            new = projection(x).view(m, bsz, self.heads, self.head_dim).permute(1, 2, 0, 3)
-            write(buffer, new)
-        keys = self.key[:, :, :length].reshape(bsz * self.heads, length, self.head_dim)
-        values = self.value[:, :, :length].reshape(bsz * self.heads, length, self.head_dim)
-        out = attend(heads_first(q, self.heads, self.head_dim), keys, values, mask, self.heads)
+            write(buffer, split_heads(projection(x), self.heads, self.head_dim))
+        q = split_heads(self.self_q(x), self.heads, self.head_dim)
+        out = attend(q, self.key[:, :, :length], self.value[:, :, :length], visible, self.scaling)
         return self.self_out(out)
 
-    def encoder_attention(self, x: Tensor, encoder_mask: Optional[Tensor]) -> Tensor:
-        q = self.encoder_q(x)
-        q *= self.scaling
-        out = attend(heads_first(q, self.heads, self.head_dim), self.encoder_key, self.encoder_value,
-                      encoder_mask, self.heads)
-        return self.encoder_out(out)
+    def encoder_attention(self, x: Tensor, encoder_visible: Optional[Tensor]) -> Tensor:
+        q = split_heads(self.encoder_q(x), self.heads, self.head_dim)
+        return self.encoder_out(attend(q, self.encoder_key, self.encoder_value, encoder_visible, self.scaling))
 
-    def forward(self, x: Tensor, write, length: int, self_mask, encoder_mask) -> Tensor:
+    def forward(self, x: Tensor, write, length: int, self_visible, encoder_visible) -> Tensor:
         """fairseq's ``TransformerDecoderLayerBase.forward`` at inference, x (m, B, C)."""
         pre = self.normalize_before
         residual = x
-        x = residual + self.self_attention(self.self_norm(x) if pre else x, write, length, self_mask)
+        x = residual + self.self_attention(self.self_norm(x) if pre else x, write, length, self_visible)
         if not pre:
             x = self.self_norm(x)
         if self.encoder_key is not None:
             residual = x
-            x = residual + self.encoder_attention(self.encoder_norm(x) if pre else x, encoder_mask)
+            x = residual + self.encoder_attention(self.encoder_norm(x) if pre else x, encoder_visible)
             if not pre:
                 x = self.encoder_norm(x)
         residual = x
@@ -429,33 +420,33 @@ class FastDecoderLayers:
         masks = encoder_out["encoder_padding_mask"]
         for layer in self.layers:
             layer.project_encoder(states)
-        self.encoder_mask = None  # (B, 1, 1, S) bool, None when no source position is padding
+        self.encoder_visible = None  # (B, 1, 1, S) bool, True at real tokens; None when no source position is padding
         if len(masks) > 0 and bool(masks[0].any()):
-            self.encoder_mask = masks[0].to(torch.bool)[:, None, None, :]
+            self.encoder_visible = ~masks[0].to(torch.bool)[:, None, None, :]
 
-    def forward(self, x: Tensor, valid: Tensor, low: int, high: int, block_hidden: Optional[Tensor] = None,
+    def forward(self, x: Tensor, valid: Tensor, low: int, high: int, block_visible: Optional[Tensor] = None,
                 block_padding: Optional[Tensor] = None) -> Tensor:
         """x (m, B, C) at steps valid[i] + j; every row has between ``low`` and ``high``
         cached tokens. Returns (m, B, C).
 
-        Inside the block, token j sees token b > j never (causal) or, given ``block_hidden``
-        ((m, m) bool), unless ``block_hidden[j, b]`` or ``block_padding[i, b]`` ((B, m) bool or
-        None, slots of row i that nobody sees); every token sees its row's whole cache."""
+        Inside the block, token j sees token b <= j (causal) or, given ``block_visible``
+        ((m, m) bool), where ``block_visible[j, b]`` unless ``block_padding[i, b]`` ((B, m) bool
+        or None, slots of row i that nobody sees); every token sees its row's whole cache."""
         m = x.size(0)
         length = high + m
         for layer in self.layers:
             layer.ensure_capacity(length)
         write = self._uniform_write(low, m) if low == high else self._ragged_write(valid, m)
-        if block_hidden is not None and low == high and block_padding is None:
-            self_mask = F.pad(block_hidden, (low, 0))  # (m, length): every row sees its whole cache
-        elif block_hidden is not None:
-            self_mask = self._block_mask(valid, length, m, block_hidden, block_padding)
+        if block_visible is not None and low == high and block_padding is None:
+            visible = F.pad(block_visible, (low, 0), value=True)  # (m, length): every row sees its whole cache
+        elif block_visible is not None:
+            visible = self._block_visible(valid, length, m, block_visible, block_padding)
         elif low == high:
-            self_mask = self._uniform_mask(low, m, x.device)
+            visible = self._uniform_visible(low, m, x.device)
         else:
-            self_mask = self._ragged_mask(valid, length, m)
+            visible = self._ragged_visible(valid, length, m)
         for layer in self.layers:
-            x = layer.forward(x, write, length, self_mask, self.encoder_mask)
+            x = layer.forward(x, write, length, visible, self.encoder_visible)
         return x
 
     @staticmethod
@@ -465,12 +456,12 @@ class FastDecoderLayers:
         return write
 
     @staticmethod
-    def _uniform_mask(start: int, m: int, device) -> Optional[Tensor]:
-        """(m, start + m) bool, True above the block's diagonal; None for one token."""
+    def _uniform_visible(start: int, m: int, device) -> Optional[Tensor]:
+        """(m, start + m) bool, False above the block's diagonal; None for one token."""
         if m == 1:
             return None
         slots = torch.arange(start + m, device=device)
-        return slots.unsqueeze(0) > (start + torch.arange(m, device=device)).unsqueeze(1)
+        return slots.unsqueeze(0) <= (start + torch.arange(m, device=device)).unsqueeze(1)
 
     @staticmethod
     def _ragged_write(valid: Tensor, m: int):
@@ -482,27 +473,28 @@ class FastDecoderLayers:
         return write
 
     @staticmethod
-    def _ragged_mask(valid: Tensor, length: int, m: int) -> Tensor:
+    def _ragged_visible(valid: Tensor, length: int, m: int) -> Tensor:
         """(B, 1, m, length) bool: token j of row i sees slots <= valid[i] + j."""
         last_seen = valid.unsqueeze(1) + torch.arange(m, device=valid.device)  # (B, m)
         slots = torch.arange(length, device=valid.device)
-        return (slots > last_seen.unsqueeze(2)).unsqueeze(1)
+        return (slots <= last_seen.unsqueeze(2)).unsqueeze(1)
 
     @staticmethod
-    def _block_mask(valid: Tensor, length: int, m: int, hidden: Tensor, padding: Optional[Tensor]) -> Tensor:
-        """(B, 1, m, length) bool, True = hidden: row i's slot s holds block token
-        s - valid[i] when that is in [0, m); slots past the block are hidden."""
+    def _block_visible(valid: Tensor, length: int, m: int, visible: Tensor, padding: Optional[Tensor]) -> Tensor:
+        """(B, 1, m, length) bool, True = seen: row i's slots before valid[i] (its cache), and
+        its slot s holding block token s - valid[i] (in [0, m)) where ``visible`` allows it and
+        it is not padding; slots past the block are not seen."""
         offset = torch.arange(length, device=valid.device).unsqueeze(0) - valid.unsqueeze(1)  # (B, L)
         in_block = (offset >= 0) & (offset < m)
         index = offset.clamp(0, m - 1)
-        mask = hidden[:, index].transpose(0, 1)  # (B, m, L)
+        seen = visible[:, index].transpose(0, 1)  # (B, m, L)
         if padding is not None:
-            mask = mask | padding.gather(1, index).unsqueeze(1)
-        mask = (mask & in_block.unsqueeze(1)) | (offset >= m).unsqueeze(1)
-        return mask.unsqueeze(1)
+            seen = seen & ~padding.gather(1, index).unsqueeze(1)
+        seen = (seen & in_block.unsqueeze(1)) | (offset < 0).unsqueeze(1)
+        return seen.unsqueeze(1)
 
     def keep_rows(self, rows: Tensor):
         for layer in self.layers:
             layer.keep_rows(rows)
-        if self.encoder_mask is not None:
-            self.encoder_mask = self.encoder_mask.index_select(0, rows)
+        if self.encoder_visible is not None:
+            self.encoder_visible = self.encoder_visible.index_select(0, rows)

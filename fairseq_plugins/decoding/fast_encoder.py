@@ -5,9 +5,9 @@ fairseq's encoder multiplies every source token through ``F.linear``, which re-a
 weight on every call; the verifier's encoder then costs more than half a greedy step per
 sentence on a CPU.  This is fairseq 0.12.2's ``TransformerEncoderBase.forward`` at inference
 (dropout is the identity) with standard ``TransformerEncoderLayerBase`` layers: fairseq's own
-``forward_embedding`` and padding, then per layer q/k/v projections, ``q *= head_dim ** -0.5``,
-``bmm(q, k^T)`` with the source padding masked, softmax, ``bmm(probs, v)``, the output
-projection, residual + layer norm, the feed-forward block, residual + layer norm (pre- or
+``forward_embedding`` and padding, then per layer q/k/v projections, the attention
+softmax(q k^T * head_dim ** -0.5) v with the source padding masked (one
+``scaled_dot_product_attention`` call, as in ``fast_decoder``), the output projection, residual + layer norm, the feed-forward block, residual + layer norm (pre- or
 post-norm as configured); the final layer norm.  The same float32 arithmetic in another
 order: results equal fairseq's to rounding (tests/test_fast_encoder.py).
 """
@@ -19,7 +19,7 @@ from fairseq.modules import LayerDropModuleList
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 from torch import Tensor, nn
 
-from fairseq_plugins.decoding.fast_decoder import Linear, attend, attention_problems, heads_first, plain_norm
+from fairseq_plugins.decoding.fast_decoder import Linear, attend, attention_problems, plain_norm, split_heads
 
 
 def fast_encoder_problems(encoder) -> List[str]:
@@ -59,15 +59,13 @@ class FastEncoderLayer:
         self.self_norm, self.final_norm = plain_norm(layer.self_attn_layer_norm), plain_norm(layer.final_layer_norm)
         self.normalize_before = layer.normalize_before
 
-    def forward(self, x: Tensor, padding: Optional[Tensor]) -> Tensor:
-        """x (S, B, C); padding (B, 1, 1, S) bool (True = a pad) or None -> (S, B, C)."""
+    def forward(self, x: Tensor, visible: Optional[Tensor]) -> Tensor:
+        """x (S, B, C); visible (B, 1, 1, S) bool (False = a pad) or None -> (S, B, C)."""
         pre = self.normalize_before
         residual = x
         h = self.self_norm(x) if pre else x
-        q = self.q(h)
-        q *= self.scaling
-        keys, values = heads_first(self.k(h), self.heads, self.head_dim), heads_first(self.v(h), self.heads, self.head_dim)
-        x = residual + self.out(attend(heads_first(q, self.heads, self.head_dim), keys, values, padding, self.heads))
+        q, keys, values = (split_heads(project(h), self.heads, self.head_dim) for project in (self.q, self.k, self.v))
+        x = residual + self.out(attend(q, keys, values, visible, self.scaling))
         if not pre:
             x = self.self_norm(x)
         residual = x
@@ -92,9 +90,9 @@ class FastEncoder:
         if has_pads:
             x = x * (1 - padding.unsqueeze(-1).type_as(x))
         x = x.transpose(0, 1)
-        mask = padding[:, None, None, :] if has_pads else None
+        visible = ~padding[:, None, None, :] if has_pads else None
         for layer in self.layers:
-            x = layer.forward(x, mask)
+            x = layer.forward(x, visible)
         if encoder.layer_norm is not None:
             x = encoder.layer_norm(x)
         lengths = src_tokens.ne(encoder.padding_idx).sum(dim=1, dtype=torch.int32).reshape(-1, 1).contiguous()

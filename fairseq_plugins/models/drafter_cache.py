@@ -197,7 +197,7 @@ class DrafterCache:
         self.queries = QueryTable(decoder)
         self.banned = torch.tensor([b for b in decoder.banned if not vocab_limit or b < vocab_limit], dtype=torch.long,
                                    device=device)
-        self.block_hidden: Dict[tuple, Tensor] = {}  # (M, Q, device) -> bool mask (lean layers)
+        self.block_visible: Dict[tuple, Tensor] = {}  # (M, Q, device) -> bool mask (lean layers)
         self.block_biases: Dict[tuple, Optional[Tensor]] = {}  # (M, Q, dtype, device) -> additive mask (fallback)
 
     @torch.no_grad()
@@ -227,8 +227,8 @@ class DrafterCache:
             x = torch.cat([prefix, x], dim=1)
         x = x.transpose(0, 1)  # (M+Q, B, C)
         if self.layers is not None:
-            hidden = self._block_hidden(n_prefix, n_queries, x.device)
-            x = self.layers.forward(x, self.fed, int(self.fed.min()), self.length, hidden, key_padding)
+            visible = self._block_visible(n_prefix, n_queries, x.device)
+            x = self.layers.forward(x, self.fed, int(self.fed.min()), self.length, visible, key_padding)
             self.fed = self.fed + n_new  # the queries and pads after them are overwritten next time
             self.length = longest
         else:
@@ -248,13 +248,13 @@ class DrafterCache:
                             self_attn_padding_mask=key_padding)
         return x
 
-    def _block_hidden(self, n_prefix: int, n_queries: int, device) -> Tensor:
-        """(M+Q, M+Q) bool, True = may not attend, inside the block (the lean path's mask)."""
+    def _block_visible(self, n_prefix: int, n_queries: int, device) -> Tensor:
+        """(M+Q, M+Q) bool, True = may attend, inside the block (the lean path's mask)."""
         key = (n_prefix, n_queries, device)
-        if key not in self.block_hidden:
-            allowed = drafter_blocks.block_attention_mask(n_prefix, n_queries, prefix_causal=True, device=device)
-            self.block_hidden[key] = ~allowed
-        return self.block_hidden[key]
+        if key not in self.block_visible:
+            self.block_visible[key] = drafter_blocks.block_attention_mask(n_prefix, n_queries, prefix_causal=True,
+                                                                          device=device)
+        return self.block_visible[key]
 
     def _attention_bias(self, n_prefix: int, n_queries: int, like: Tensor) -> Optional[Tensor]:
         """Additive mask (M+Q, T+M+Q) of the next forward: the whole cache is visible (its
