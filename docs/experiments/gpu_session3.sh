@@ -6,6 +6,7 @@
 #   phase 0: install (carried wheels: docs/experiments/gpu_install.sh)
 #   phase 1, the GPU to itself: the harness, float32, batch 1, all of test2016, the rows side by side in 2 rounds
 #            (beam1, specdec, specdec:length=fixed, specdec++:beta=5,tau=3) with --profile
+#   phase 1b: tests/test_cuda.py's parity tests (not its console-script ones), for this session's attention change
 #   phase 2: the double-token pair on the single-token model's distillation (as gpu_session2.sh), to END
 #   phase 3: their 10-best averages (fp16) and the logs into $OUT
 # Prepared here as gpu_session2.sh says (.whl/, gpu/{bin,dtd}; carry .whl and gpu). LOCAL=1: dry check on a CPU.
@@ -20,6 +21,13 @@ pin 15 timeout ${HTIME:-300} python -m fairseq_plugins.bench.latency "$REPO/gpu/
   --out-md "$OUT/harness.md" --out-json "$R/harness.json" > "$R/harness.log" 2>&1; echo "harness rc $?"
 cat "$OUT/harness.md" 2>/dev/null | grep '^|'
 echo "[$(el)s] harness done"
+
+# phase 1b: the CUDA parity tests again (the 2026-11-26 fourth session changed the lean layers' attention to
+# scaled_dot_product_attention and decodes in inference mode; only CPU-checked since); console-script tests left out
+pin 15 timeout ${TTIME:-150} python -m pytest tests/test_cuda.py -k "not fairseq_generate" -q -p no:benchmark \
+  -p no:cacheprovider -rfE > "$R/tests.log" 2>&1; echo "cuda tests rc $?"
+grep -E '^(FAILED|ERROR)|passed|failed' "$R/tests.log" | tail -5
+echo "[$(el)s] tests done"
 
 STOP=$(python -c "print(round(max(60, $END - $(el) - 40) / 3600, 4))")
 export RUNS=$R
@@ -37,5 +45,5 @@ for order in bidirectional single_l2r; do
   ck=$d/checkpoint_avg_best.pt; [ -s $ck ] || ck=$d/checkpoint_best.pt
   python -m fairseq_plugins.scripts.export_checkpoint $ck $R/dtd_$order.pt --fp16 && split -b 15M $R/dtd_$order.pt $OUT/dtd_$order.pt.part-
 done
-(cd "$R" && tar czf "$OUT/logs.tgz" --ignore-failed-read install.log harness.* dtd_*.out dtd/*/train.log 2>/dev/null)
+(cd "$R" && tar czf "$OUT/logs.tgz" --ignore-failed-read install.log harness.* tests.log dtd_*.out dtd/*/train.log 2>/dev/null)
 ls -la "$OUT"; echo "[$(el)s] done"

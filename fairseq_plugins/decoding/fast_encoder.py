@@ -7,8 +7,9 @@ sentence on a CPU.  This is fairseq 0.12.2's ``TransformerEncoderBase.forward`` 
 (dropout is the identity) with standard ``TransformerEncoderLayerBase`` layers: fairseq's own
 ``forward_embedding`` and padding, then per layer q/k/v projections, the attention
 softmax(q k^T * head_dim ** -0.5) v with the source padding masked (one
-``scaled_dot_product_attention`` call, as in ``fast_decoder``), the output projection, residual + layer norm, the feed-forward block, residual + layer norm (pre- or
-post-norm as configured); the final layer norm.  The same float32 arithmetic in another
+``scaled_dot_product_attention`` call, as in ``fast_decoder``), the output projection,
+residual + layer norm, the feed-forward block, residual + layer norm (pre- or post-norm as
+configured); the final layer norm.  The same float32 arithmetic in another
 order: results equal fairseq's to rounding (tests/test_fast_encoder.py).
 """
 from typing import Dict, List, Optional
