@@ -121,10 +121,11 @@ class QueryTable:
         self.decoder = decoder
         self.table: Optional[Tensor] = None
 
-    def gather(self, first: Tensor, n_queries: int, encoder_out: Dict) -> Tensor:
-        """(B, Q, C) embeddings of queries first[i] .. first[i] + Q - 1 of each row; first (B,)."""
+    def gather(self, first: Tensor, last_first: int, n_queries: int, encoder_out: Dict) -> Tensor:
+        """(B, Q, C) embeddings of queries first[i] .. first[i] + Q - 1 of each row; first (B,),
+        ``last_first`` = max(first), which the caller already knows (one host sync fewer)."""
         index = first[:, None] + torch.arange(n_queries, device=first.device)[None, :]  # (B, Q)
-        needed = int(first.max()) + n_queries
+        needed = last_first + n_queries
         if self.table is None or self.table.size(1) < needed:
             grown = 32 if self.table is None else 2 * self.table.size(1)
             self.table = self._embed(first.size(0), max(needed, min(grown, self.decoder.max_positions() - 1)), encoder_out)
@@ -220,7 +221,7 @@ class DrafterCache:
         self._check_prefix_grew(tokens, lengths)
         n_new = lengths - self.fed
         n_prefix = int(n_new.max())
-        x = self.queries.gather(lengths - 1, n_queries, self.encoder_out)  # (B, Q, C)
+        x = self.queries.gather(lengths - 1, longest - 1, n_queries, self.encoder_out)  # (B, Q, C)
         key_padding = None
         if n_prefix > 0:
             prefix, key_padding = self._embed_prefix(tokens, n_new, n_prefix, n_queries)
