@@ -60,10 +60,15 @@ class BlockDrafterDecoder(TransformerDecoderBase):
             )
             is_mask = queries.eq(self.mask_idx).unsqueeze(-1)
             x = torch.cat([x[:, :query_start], torch.where(is_mask, copied.to(x), x[:, query_start:])], dim=1)
+        return self.finish_embedding(x, None if self.embed_positions is None else self.embed_positions(tokens))
+
+    def finish_embedding(self, x: Tensor, positions: Optional[Tensor]) -> Tensor:
+        """Token (or soft-copy) embeddings x (B, m, C) -> the decoder's input: input projection,
+        + position embeddings (B, m, C) (None: none), embedding layer norm, dropout."""
         if self.project_in_dim is not None:
             x = self.project_in_dim(x)
-        if self.embed_positions is not None:
-            x = x + self.embed_positions(tokens)
+        if positions is not None:
+            x = x + positions
         if self.layernorm_embedding is not None:
             x = self.layernorm_embedding(x)
         return self.dropout_module(x)

@@ -143,19 +143,12 @@ class QueryTable:
         if decoder.soft_copy:
             x = drafter_blocks.soft_copy(encoder_out["encoder_embedding"][0], encoder_out["encoder_padding_mask"][0],
                                          targets, decoder.copy_temperature).to(x)
-        return embed_rest(decoder, x, targets + 2 + decoder.padding_idx)
+        return embed_at(decoder, x, targets + 2 + decoder.padding_idx)
 
 
-def embed_rest(decoder, x: Tensor, positions: Tensor) -> Tensor:
-    """``embed_block`` after the token embedding: x (B, m, C) at fairseq positions (B, m)."""
-    if decoder.project_in_dim is not None:
-        x = decoder.project_in_dim(x)
-    pos = embed_positions_at(decoder.embed_positions, positions)
-    if pos is not None:
-        x = x + pos
-    if decoder.layernorm_embedding is not None:
-        x = decoder.layernorm_embedding(x)
-    return decoder.dropout_module(x)
+def embed_at(decoder, x: Tensor, positions: Tensor) -> Tensor:
+    """``embed_block`` after the token embedding, x (B, m, C), at explicit fairseq positions (B, m)."""
+    return decoder.finish_embedding(x, embed_positions_at(decoder.embed_positions, positions))
 
 
 def block_attention_bias(n_prefix: int, n_queries: int, like: Tensor) -> Optional[Tensor]:
@@ -293,7 +286,7 @@ class DrafterCache:
             key_padding = torch.cat([is_pad, is_pad.new_zeros(tokens.size(0), n_queries)], dim=1)
         x = decoder.embed_scale * decoder.embed_tokens(new_tokens)
         positions = prefix_positions(self.fed, n_new, n_prefix, decoder.padding_idx)
-        return embed_rest(decoder, x, positions), key_padding
+        return embed_at(decoder, x, positions), key_padding
 
     def _logits(self, x: Tensor) -> Tensor:
         """Query states (k, B, C) after the last layer -> logits (B, k, V), float32, banned
