@@ -11,12 +11,10 @@ import os
 import sys, time, torch
 torch.set_num_threads(1)
 RUNS = os.environ.get("RUNS", "../runs")
-from fairseq_plugins.api import Translator
+import demo_pair  # docs/experiments/demo_pair.py (the script's own folder is on sys.path)
 from fairseq_plugins.decoding import core
 n=int(sys.argv[1]); rounds=int(sys.argv[2]); A=int(sys.argv[3]); B=int(sys.argv[4]); length=sys.argv[5] if len(sys.argv)>5 else "fixed"
-t = Translator.load("checkpoints/demo/verifier.pt", RUNS + "/multi30k/bin", source_lang="en", target_lang="de",
-                    decoding="specdec", drafter="checkpoints/demo/drafter.pt", draft_length=length,
-                    sentencepiece_model="checkpoints/demo/sentencepiece.model", max_len_a=1.2, max_len_b=10)
+t = demo_pair.load(draft_length=length, sentencepiece_model="checkpoints/demo/sentencepiece.model")
 lines = open(RUNS + "/m30raw/valid.en").read().splitlines()[:n]
 for l in lines[:10]: t.translate([l])
 T={A:0.0,B:0.0}; outs={A:[],B:[]}

@@ -9,12 +9,10 @@ import os
 import sys, time, torch, contextlib, statistics
 torch.set_num_threads(1)
 RUNS = os.environ.get("RUNS", "../runs")
-from fairseq_plugins.api import Translator
+import demo_pair  # docs/experiments/demo_pair.py (the script's own folder is on sys.path)
 n=int(sys.argv[1]); dec=sys.argv[2]; rounds=int(sys.argv[3])
 opts=dict(draft_length="fixed") if dec.startswith("specdec") else {}
-t = Translator.load("checkpoints/demo/verifier.pt", RUNS + "/multi30k/bin", source_lang="en", target_lang="de",
-                    decoding=dec, drafter="checkpoints/demo/drafter.pt" if dec!="beam" else None,
-                    sentencepiece_model="checkpoints/demo/sentencepiece.model", max_len_a=1.2, max_len_b=10, **opts)
+t = demo_pair.load(decoding=dec, sentencepiece_model="checkpoints/demo/sentencepiece.model", **opts)  # beam: the drafter idles
 lines = open(RUNS + "/m30raw/valid.en").read().splitlines()[:n]
 for l in lines[:10]: t.translate([l])
 T={"A":0.0,"B":0.0}; outs={"A":[],"B":[]}

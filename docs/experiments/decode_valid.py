@@ -12,15 +12,12 @@ import torch
 
 torch.set_num_threads(1)
 RUNS = os.environ.get("RUNS", "../runs")
-DEMO = os.environ.get("DEMO", "checkpoints/demo")
+import demo_pair  # noqa: E402  (docs/experiments/demo_pair.py: the script's own folder is on sys.path)
 import fairseq_plugins  # noqa: E402  (the package on PYTHONPATH, if any: see ab_two_trees.sh)
-from fairseq_plugins.api import Translator  # noqa: E402
 
 n, decoding = int(sys.argv[1]), sys.argv[2]
 options = {"draft_length": sys.argv[3]} if decoding.startswith("specdec") and len(sys.argv) > 3 else {}
-translator = Translator.load(f"{DEMO}/verifier.pt", RUNS + "/multi30k/bin", source_lang="en", target_lang="de",
-                             decoding=decoding, drafter=None if decoding == "beam" else f"{DEMO}/drafter.pt",
-                             sentencepiece_model=f"{DEMO}/sentencepiece.model", max_len_a=1.2, max_len_b=10, **options)
+translator = demo_pair.load(decoding=decoding, sentencepiece_model="checkpoints/demo/sentencepiece.model", **options)
 lines = open(RUNS + "/m30raw/valid.en").read().splitlines()[:n + 10]
 for line in lines[:10]:
     translator.translate([line])
