@@ -287,3 +287,20 @@ def test_eval_bleu_generator_packs_the_weights_of_each_validation(tmp_path):
     fresh = task.build_generator([model], argparse.Namespace(max_len_b=12))
     expected = [hyps[0]["tokens"].tolist() for hyps in fresh.generate([model], sample)]
     assert [hyps[0]["tokens"].tolist() for hyps in validation.generate([model], sample)] == expected
+
+
+@pytest.mark.skipif(not (packed_available() and half_weights_available()), reason="no oneDNN or fbgemm float16 product")
+def test_weights_made_in_inference_mode_are_packed_too():
+    """A model loaded inside torch.inference_mode has inference tensors, which keep no version
+    counter: the packed and float16-stored products still take them (they failed with "Inference
+    tensors do not track version counter"), inside and outside inference mode."""
+    with torch.inference_mode():
+        module = torch.nn.Linear(64, 2 ** 11)
+        module.weight.copy_(module.weight.half().float())  # float16 numbers: HalfWeightLinears takes it
+    assert module.weight.is_inference()
+    x = torch.randn(3, 64)
+    expected = torch.nn.functional.linear(x, module.weight, module.bias)
+    for linears in (PackedLinears(), HalfWeightLinears()):
+        torch.testing.assert_close(linears(module)(x), expected, rtol=1e-5, atol=1e-5)
+        with torch.inference_mode():
+            torch.testing.assert_close(linears(module)(x), expected, rtol=1e-5, atol=1e-5)

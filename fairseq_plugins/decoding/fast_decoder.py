@@ -103,6 +103,13 @@ def float_linear(module: nn.Linear, rows: int = 0) -> Linear:
     return lambda x: F.linear(x, weight, bias)
 
 
+def weight_stamp(weight: Tensor) -> Tuple[Optional[int], int]:
+    """What tells a pack that its weight changed as a tensor: the version counter and the data
+    pointer.  A model loaded inside ``torch.inference_mode`` has inference tensors, which keep
+    no version counter (and cannot change outside inference mode): their data pointer only."""
+    return (None if weight.is_inference() else weight._version), weight.data_ptr()
+
+
 def packed_available() -> bool:
     """Whether this PyTorch has oneDNN's packed float32 linear of :class:`PackedLinears` (CPU)."""
     return torch.backends.mkldnn.is_available() and \
@@ -154,7 +161,7 @@ class PackedLinears(_SmallWeightsOnFloat):
         weight, bias = _first_rows(module, rows)
         if weight.device.type != "cpu" or weight.dtype != torch.float32 or self.is_small(weight):
             return float_linear(module, rows)
-        key, stamp = (id(module), rows), (weight._version, weight.data_ptr())
+        key, stamp = (id(module), rows), weight_stamp(weight)
         if key not in self.packed or self.packed[key][1] != stamp:  # the module is kept: its id is not reused
             packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), self.PACKED_FOR_ROWS)
             self.packed[key] = (module, stamp, packed)
@@ -212,7 +219,7 @@ class HalfWeightLinears(_SmallWeightsOnFloat):
         weight, bias = _first_rows(module, rows)
         if weight.device.type != "cpu" or weight.dtype != torch.float32 or self.is_small(weight):
             return self.fallback(module, rows)
-        key, stamp = (id(module), rows), (weight._version, weight.data_ptr())
+        key, stamp = (id(module), rows), weight_stamp(weight)
         if key not in self.halves or self.halves[key][1] != stamp:  # the module is kept: its id is not reused
             self.halves[key] = (module, stamp, self._pack(weight.detach(), bias, self.round_weights))
         if self.halves[key][2] is None:
