@@ -304,3 +304,57 @@ def test_weights_made_in_inference_mode_are_packed_too():
         torch.testing.assert_close(linears(module)(x), expected, rtol=1e-5, atol=1e-5)
         with torch.inference_mode():
             torch.testing.assert_close(linears(module)(x), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_lean_layers_are_built_once_and_again_after_any_change():
+    """The generator's ``BuiltOnce`` keeps a decoder's lean layers from one batch to the next,
+    and builds them again when a weight changes in place, a parameter or a submodule is
+    replaced, or the decoder leaves eval mode (then there are none: fairseq's layers run)."""
+    from fairseq_plugins.decoding.fast_decoder import BuiltOnce, lean_layers
+
+    model, built = build_model(0), BuiltOnce()
+    decoder = model.decoder
+    first = lean_layers(decoder, float_linear, built)
+    assert first is not None and lean_layers(decoder, float_linear, built) is first
+    assert lean_layers(decoder, PackedLinears(), built) is not first  # another product factory: its own
+    changes = [
+        lambda: decoder.layers[0].fc1.weight.mul_(2.0),
+        lambda: setattr(decoder.layers[1].final_layer_norm, "weight", torch.nn.Parameter(torch.ones(16))),
+        lambda: setattr(decoder.layers[0], "fc2", torch.nn.Linear(32, 16)),
+    ]
+    previous = first
+    for change in changes:
+        with torch.no_grad():
+            change()
+        rebuilt = lean_layers(decoder, float_linear, built)
+        assert rebuilt is not previous and lean_layers(decoder, float_linear, built) is rebuilt
+        previous = rebuilt
+    assert lean_layers(decoder.train(), float_linear, built) is None
+    assert lean_layers(decoder.eval(), float_linear, built) is not None
+
+
+@pytest.mark.parametrize("linear", LINEARS)
+def test_a_changed_verifier_decodes_as_a_fresh_one(linear):
+    """A generator reuses its verifier's lean layers and fast encoder across batches: after the
+    model's weights are loaded anew (in place) or one of its layers replaced, it must decode as
+    fairseq's greedy search does with the changed model, never with what it built before."""
+    model, other = build_model(0), build_model(1)
+    batch = make_batch(DICT, [5, 2, 9, 4], seed=0)
+    generator = SpeculativeGenerator(model, DICT, RandomDrafter(0, len(DICT)),
+                                     SpeculativeConfig(block_size=4, max_len_b=20), verifier_linear=linear)
+
+    def check():
+        reference = SequenceGenerator([model], DICT, beam_size=1, max_len_b=20).generate([model], batch)
+        for ours, ref in zip(generator.generate([model], batch), reference):
+            assert ours[0]["tokens"].tolist() == ref[0]["tokens"].tolist()
+            torch.testing.assert_close(ours[0]["positional_scores"], ref[0]["positional_scores"], rtol=0, atol=1e-5)
+        return [h[0]["tokens"].tolist() for h in reference]
+
+    before = check()
+    model.load_state_dict(other.state_dict())
+    assert check() != before
+    model.decoder.layers[1].fc2 = torch.nn.Linear(32, 16)
+    with torch.no_grad():
+        model.decoder.layers[1].fc2.weight.copy_(round_to_half(torch.nn.Linear(32, 16)).weight * 3)
+    model.encoder.layers[0].fc1 = round_to_half(torch.nn.Linear(16, 32))
+    check()

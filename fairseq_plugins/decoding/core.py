@@ -16,7 +16,7 @@ from torch import Tensor
 
 from fairseq_plugins.decoding import acceptance, draft_length
 from fairseq_plugins.decoding.drafters import BatchStart, Iteration, draft_tokens
-from fairseq_plugins.decoding.fast_decoder import float_linear
+from fairseq_plugins.decoding.fast_decoder import BuiltOnce, float_linear
 from fairseq_plugins.decoding.fast_encoder import encoder_function
 from fairseq_plugins.decoding.incremental import VerifierCache
 from fairseq_plugins.decoding.stats import DecodingStats
@@ -84,7 +84,8 @@ class SpeculativeGenerator:
 
     ``repack``: pack the verifier's weights afresh on every ``generate`` (``--eval-bleu``'s
     generator, whose verifier is trained between calls: an optimizer changes the weights
-    through ``.data``, which the version stamp of ``PackedLinears`` and ``HalfWeightLinears`` does not see)."""
+    through ``.data``, which the version stamp of ``PackedLinears`` and ``HalfWeightLinears`` does not see).
+    The verifier's lean layers and fast encoder are built on the first batch and reused (``built``)."""
 
     def __init__(self, verifier, tgt_dict, drafter, cfg: SpeculativeConfig, stats: DecodingStats = None,
                  verifier_linear=float_linear):
@@ -100,6 +101,7 @@ class SpeculativeGenerator:
         self.profiler = NoProfile()
         self.guard = draft_length.DraftGuard(skip_catch_up=drafter.has_prefix_cache) if cfg.measured else None
         self.repack = False
+        self.built = BuiltOnce()
 
     def limits(self, src_tokens: Tensor) -> acceptance.GenerationLimits:
         max_len = min(int(self.cfg.max_len_a * src_tokens.size(1) + self.cfg.max_len_b), self.max_positions - 1)
@@ -126,12 +128,15 @@ class SpeculativeGenerator:
         src_tokens, src_lengths = net_input["src_tokens"], net_input["src_lengths"]
         limits = self.limits(src_tokens)
         bsz, section = src_tokens.size(0), self.profiler.section
-        if self.repack and hasattr(self.verifier_linear, "forget"):
-            self.verifier_linear.forget()
+        if self.repack:
+            self.built.clear()
+            if hasattr(self.verifier_linear, "forget"):
+                self.verifier_linear.forget()
         with section("encoder"):  # 1. encode once
-            encode = encoder_function(self.verifier.encoder, self.verifier_linear)  # packed: fast_encoder's
+            encode = encoder_function(self.verifier.encoder, self.verifier_linear, self.built)  # packed: fast_encoder's
             encoder_out = encode(src_tokens, src_lengths=src_lengths)
-            cache = VerifierCache(self.verifier, encoder_out, bsz, src_tokens.device, linear=self.verifier_linear)
+            cache = VerifierCache(self.verifier, encoder_out, bsz, src_tokens.device, linear=self.verifier_linear,
+                                  built=self.built)
             self.drafter.start(BatchStart(src_tokens, src_lengths, limits.max_len, encoder_out))
         state = self._initial_state(src_tokens, limits.max_len)
         finished: List[List[dict]] = [[] for _ in range(bsz)]

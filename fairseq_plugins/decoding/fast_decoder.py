@@ -21,8 +21,10 @@ softmax / bmm: the same numbers to rounding (in a float64 model fairseq's float3
 is the coarser one), with about ten fewer operations per attention.
 """
 import contextlib
+import itertools
+import operator
 import warnings
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -108,6 +110,52 @@ def weight_stamp(weight: Tensor) -> Tuple[Optional[int], int]:
     pointer.  A model loaded inside ``torch.inference_mode`` has inference tensors, which keep
     no version counter (and cannot change outside inference mode): their data pointer only."""
     return (None if weight.is_inference() else weight._version), weight.data_ptr()
+
+
+class ModuleSnapshot:
+    """What objects built from a module's weights rely on: every submodule and parameter of its
+    tree the same object, every parameter unchanged as a tensor (:func:`weight_stamp`), the
+    same training mode.  ``unchanged()`` costs a few microseconds per parameter (~40 us for the
+    Multi30k verifier's decoder), building its lean layers ~0.4 ms."""
+
+    def __init__(self, module: nn.Module):
+        self.module, self.training = module, module.training
+        self.owners = list(module.modules())
+        self.members = self._members()  # holds them: their ids are not reused
+        self.parameters = [p for p in self.members if isinstance(p, Tensor)]
+        self.stamps = self._stamps()
+
+    def _members(self) -> tuple:
+        return tuple(itertools.chain.from_iterable(
+            (*owner._modules.values(), *owner._parameters.values()) for owner in self.owners))
+
+    def _stamps(self) -> list:
+        return [weight_stamp(p) for p in self.parameters]
+
+    def unchanged(self) -> bool:
+        members = self._members()
+        return self.module.training == self.training and len(members) == len(self.members) \
+            and all(map(operator.is_, members, self.members)) and self._stamps() == self.stamps
+
+
+class BuiltOnce:
+    """Objects built from a module's weights (its lean layers, its fast encoder), built on the
+    first batch and reused by the next ones while the module is unchanged (:class:`ModuleSnapshot`).
+    One per generator (it keeps the modules it saw alive); ``clear()`` after changing weights
+    in a way the snapshot does not see (through ``.data``, with the products' ``forget``)."""
+
+    def __init__(self):
+        self.built: Dict[tuple, tuple] = {}  # (what, id(module), id(linear)) -> (module, linear, snapshot, object)
+
+    def get(self, what: str, module: nn.Module, linear, build: Callable):
+        key = (what, id(module), id(linear))
+        entry = self.built.get(key)
+        if entry is None or not entry[2].unchanged():
+            entry = self.built[key] = (module, linear, ModuleSnapshot(module), build())
+        return entry[3]
+
+    def clear(self):
+        self.built.clear()
 
 
 def packed_available() -> bool:
@@ -336,24 +384,39 @@ def attend(q: Tensor, k: Tensor, v: Tensor, visible: Optional[Tensor], scaling: 
     return out.permute(2, 0, 1, 3).reshape(q.size(2), q.size(0), -1)
 
 
-class FastLayer:
-    """One ``TransformerDecoderLayer``'s weights and key/value buffers."""
+class LayerWeights:
+    """One ``TransformerDecoderLayer``'s weights as plain functions (built once per model: :func:`lean_layers`)."""
 
-    def __init__(self, layer, batch_size: int, like: Tensor, linear=float_linear):
+    def __init__(self, layer, linear=float_linear):
         sa = layer.self_attn
         self.heads, self.head_dim, self.scaling = sa.num_heads, sa.head_dim, sa.scaling
         self.normalize_before = layer.normalize_before
         self.self_q, self.self_k, self.self_v = linear(sa.q_proj), linear(sa.k_proj), linear(sa.v_proj)
         self.self_out = linear(sa.out_proj)
         self.self_norm = plain_norm(layer.self_attn_layer_norm)
-        self.encoder_attn = layer.encoder_attn
-        if layer.encoder_attn is not None:
+        self.has_encoder_attn = layer.encoder_attn is not None
+        if self.has_encoder_attn:
             self.encoder_q, self.encoder_out = linear(layer.encoder_attn.q_proj), linear(layer.encoder_attn.out_proj)
             self.encoder_k, self.encoder_v = linear(layer.encoder_attn.k_proj), linear(layer.encoder_attn.v_proj)
             self.encoder_norm = plain_norm(layer.encoder_attn_layer_norm)
         self.fc1, self.fc2, self.activation = linear(layer.fc1), linear(layer.fc2), layer.activation_fn
         self.final_norm = plain_norm(layer.final_layer_norm)
-        shape = (batch_size, self.heads, INITIAL_CAPACITY, self.head_dim)
+
+
+def lean_layers(decoder, linear=float_linear, built: Optional[BuiltOnce] = None) -> Optional[List[LayerWeights]]:
+    """The decoder's layers as :class:`LayerWeights` (reused from ``built`` while the decoder is
+    unchanged), or None when :func:`fast_path_problems` finds something they do not run."""
+    def build():
+        return None if fast_path_problems(decoder) else [LayerWeights(layer, linear) for layer in decoder.layers]
+    return (built or BuiltOnce()).get("decoder layers", decoder, linear, build)
+
+
+class FastLayer:
+    """One decoder layer's key/value buffers for a batch, run with its :class:`LayerWeights`."""
+
+    def __init__(self, weights: LayerWeights, batch_size: int, like: Tensor):
+        self.weights = weights
+        shape = (batch_size, weights.heads, INITIAL_CAPACITY, weights.head_dim)
         self.key = like.new_zeros(shape)
         self.value = like.new_zeros(shape)
         self.encoder_key: Optional[Tensor] = None  # (B, H, S, d)
@@ -361,10 +424,11 @@ class FastLayer:
 
     def project_encoder(self, encoder_states: Optional[Tensor]):
         """Encoder keys/values (S, B, C) -> (B, H, S, d), once per batch."""
-        if self.encoder_attn is None or encoder_states is None:
+        w = self.weights
+        if not w.has_encoder_attn or encoder_states is None:
             return
-        self.encoder_key = split_heads(self.encoder_k(encoder_states), self.heads, self.head_dim).contiguous()
-        self.encoder_value = split_heads(self.encoder_v(encoder_states), self.heads, self.head_dim).contiguous()
+        self.encoder_key = split_heads(w.encoder_k(encoder_states), w.heads, w.head_dim).contiguous()
+        self.encoder_value = split_heads(w.encoder_v(encoder_states), w.heads, w.head_dim).contiguous()
 
     def ensure_capacity(self, needed: int):
         capacity = self.key.size(2)
@@ -385,33 +449,36 @@ class FastLayer:
 
     def self_attention(self, x: Tensor, write, length: int, visible: Optional[Tensor]) -> Tensor:
         """x (m, B, C); ``write(buffer, new)`` stores new (B, H, m, d) at each row's slots."""
-        for buffer, projection in ((self.key, self.self_k), (self.value, self.self_v)):
-            write(buffer, split_heads(projection(x), self.heads, self.head_dim))
-        q = split_heads(self.self_q(x), self.heads, self.head_dim)
-        out = attend(q, self.key[:, :, :length], self.value[:, :, :length], visible, self.scaling)
-        return self.self_out(out)
+        w = self.weights
+        for buffer, projection in ((self.key, w.self_k), (self.value, w.self_v)):
+            write(buffer, split_heads(projection(x), w.heads, w.head_dim))
+        q = split_heads(w.self_q(x), w.heads, w.head_dim)
+        out = attend(q, self.key[:, :, :length], self.value[:, :, :length], visible, w.scaling)
+        return w.self_out(out)
 
     def encoder_attention(self, x: Tensor, encoder_visible: Optional[Tensor]) -> Tensor:
-        q = split_heads(self.encoder_q(x), self.heads, self.head_dim)
-        return self.encoder_out(attend(q, self.encoder_key, self.encoder_value, encoder_visible, self.scaling))
+        w = self.weights
+        q = split_heads(w.encoder_q(x), w.heads, w.head_dim)
+        return w.encoder_out(attend(q, self.encoder_key, self.encoder_value, encoder_visible, w.scaling))
 
     def forward(self, x: Tensor, write, length: int, self_visible, encoder_visible) -> Tensor:
         """fairseq's ``TransformerDecoderLayerBase.forward`` at inference, x (m, B, C)."""
-        pre = self.normalize_before
+        w = self.weights
+        pre = w.normalize_before
         residual = x
-        x = residual + self.self_attention(self.self_norm(x) if pre else x, write, length, self_visible)
+        x = residual + self.self_attention(w.self_norm(x) if pre else x, write, length, self_visible)
         if not pre:
-            x = self.self_norm(x)
+            x = w.self_norm(x)
         if self.encoder_key is not None:
             residual = x
-            x = residual + self.encoder_attention(self.encoder_norm(x) if pre else x, encoder_visible)
+            x = residual + self.encoder_attention(w.encoder_norm(x) if pre else x, encoder_visible)
             if not pre:
-                x = self.encoder_norm(x)
+                x = w.encoder_norm(x)
         residual = x
-        h = self.final_norm(x) if pre else x
-        h = self.fc2(self.activation(self.fc1(h)))
+        h = w.final_norm(x) if pre else x
+        h = w.fc2(w.activation(w.fc1(h)))
         x = residual + h
-        return x if pre else self.final_norm(x)
+        return x if pre else w.final_norm(x)
 
 
 class FastDecoderLayers:
@@ -419,10 +486,11 @@ class FastDecoderLayers:
 
     The caller owns the per-row lengths: ``forward`` writes row i's block at slots
     [valid[i], valid[i] + m) of every buffer, and the caller then adds what it keeps.
+    ``layers``: the decoder's :func:`lean_layers`; ``like``: a tensor of the buffers' dtype and device.
     """
 
-    def __init__(self, decoder, encoder_out, batch_size: int, like: Tensor, linear=float_linear):
-        self.layers = [FastLayer(layer, batch_size, like, linear) for layer in decoder.layers]
+    def __init__(self, layers: List[LayerWeights], encoder_out, batch_size: int, like: Tensor):
+        self.layers = [FastLayer(weights, batch_size, like) for weights in layers]
         states = encoder_out["encoder_out"][0] if len(encoder_out["encoder_out"]) > 0 else None
         masks = encoder_out["encoder_padding_mask"]
         for layer in self.layers:

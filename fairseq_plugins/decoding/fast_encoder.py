@@ -20,7 +20,7 @@ from fairseq.modules import LayerDropModuleList
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 from torch import Tensor, nn
 
-from fairseq_plugins.decoding.fast_decoder import Linear, attend, attention_problems, plain_norm, split_heads
+from fairseq_plugins.decoding.fast_decoder import BuiltOnce, Linear, attend, attention_problems, plain_norm, split_heads
 
 
 def fast_encoder_problems(encoder) -> List[str]:
@@ -101,11 +101,13 @@ class FastEncoder:
                 "encoder_states": [], "fc_results": [], "src_tokens": [], "src_lengths": [lengths]}
 
 
-def encoder_function(encoder, linear: Linear):
+def encoder_function(encoder, linear: Linear, built: Optional[BuiltOnce] = None):
     """How to encode with ``linear``'s products: a :class:`FastEncoder` when ``linear`` is not
-    plain ``F.linear`` and the encoder is a standard one, else fairseq's own encoder."""
+    plain ``F.linear`` and the encoder is a standard one, else fairseq's own encoder; reused
+    from ``built`` while the encoder is unchanged."""
     from fairseq_plugins.decoding.fast_decoder import float_linear
 
-    if linear is float_linear or fast_encoder_problems(encoder):
+    if linear is float_linear:
         return encoder
-    return FastEncoder(encoder, linear)
+    return (built or BuiltOnce()).get(
+        "encoder", encoder, linear, lambda: encoder if fast_encoder_problems(encoder) else FastEncoder(encoder, linear))

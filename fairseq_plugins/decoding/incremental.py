@@ -29,7 +29,7 @@ from fairseq.models.transformer import TransformerDecoderBase
 from fairseq.modules import SinusoidalPositionalEmbedding
 from torch import Tensor, nn
 
-from fairseq_plugins.decoding.fast_decoder import FastDecoderLayers, fast_path_problems, float_linear
+from fairseq_plugins.decoding.fast_decoder import BuiltOnce, FastDecoderLayers, float_linear, lean_layers
 from fairseq_plugins_compat.errors import PluginError
 
 
@@ -140,13 +140,14 @@ class VerifierCache:
     next token it is fed is at decoding step ``valid[i]`` (fairseq position
     ``step + padding_idx + 1``).  ``fast=False`` forces the fairseq-layer fallback; ``linear``
     runs the fast layers' and the output layer's ``nn.Linear`` (``fast_decoder.float_linear``:
-    as fairseq; ``fast_decoder.PackedLinears``: float32 with weights packed once).
-    Every ``forward_block`` is followed by a ``rollback`` (the fast path writes each
+    as fairseq; ``fast_decoder.PackedLinears``: float32 with weights packed once); ``built``:
+    the generator's ``fast_decoder.BuiltOnce``, which keeps the lean layers' weights from one
+    batch to the next.  Every ``forward_block`` is followed by a ``rollback`` (the fast path writes each
     block at the rows' valid lengths, over whatever the last block left there).
     """
 
     def __init__(self, model, encoder_out: Dict, batch_size: int, device, fast: bool = True,
-                 linear: Callable = float_linear):
+                 linear: Callable = float_linear, built: Optional[BuiltOnce] = None):
         check_supported_decoder(model.decoder)
         self.model = model
         self.decoder = model.decoder
@@ -155,10 +156,10 @@ class VerifierCache:
         self.valid = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,) valid entries per row
         self.length = 0  # T, cache length (>= every valid[i]; the fallback's physical length)
         self.block_len = 0  # tokens fed by the last forward_block
-        self.fast = fast and not fast_path_problems(self.decoder)
+        layers = lean_layers(self.decoder, linear, built) if fast else None
+        self.fast = layers is not None
         if self.fast:
-            like = self.decoder.embed_tokens.weight
-            self.layers = FastDecoderLayers(self.decoder, encoder_out, batch_size, like, linear)
+            self.layers = FastDecoderLayers(layers, encoder_out, batch_size, self.decoder.embed_tokens.weight)
         else:
             self.layers = FairseqLayers(self.decoder, encoder_out)
         self.output_layer = output_layer(self.decoder, linear)

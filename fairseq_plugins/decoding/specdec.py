@@ -11,7 +11,8 @@ from fairseq.dataclass import ChoiceEnum
 
 from fairseq_plugins.decoding.builder import build_speculative, load_drafter
 from fairseq_plugins.decoding.drafters import Draft, Drafter
-from fairseq_plugins.decoding.fast_decoder import Int8Linears, float32_linears, half_weights_available, int8_available
+from fairseq_plugins.decoding.fast_decoder import (BuiltOnce, Int8Linears, float32_linears, half_weights_available,
+                                                     int8_available)
 from fairseq_plugins.decoding.options import DrafterModelOptions
 from fairseq_plugins.decoding.registry import register_decoder
 from fairseq_plugins.models.drafter_cache import DrafterCache
@@ -74,6 +75,7 @@ class BlockDrafter(Drafter):
         self.model = model
         self.vocab_limit = vocab_limit
         self.linear = linear  # how the cached drafter runs an nn.Linear (None: float; fast_decoder.Int8Linears)
+        self.built = BuiltOnce()  # the drafter cache's lean layers, reused from batch to batch
         model.eval()
         self.encoder_out = None
         self.cache = None
@@ -95,7 +97,7 @@ class BlockDrafter(Drafter):
             self.encoder_out = self.model.encoder(src_tokens, src_lengths=batch.src_lengths)
         if self.cached:
             self.cache = DrafterCache(self.model.decoder, self.encoder_out, src_tokens.size(0), self.vocab_limit,
-                                      linear=self.linear)
+                                      linear=self.linear, built=self.built)
 
     @torch.no_grad()
     def propose(self, tokens, lengths, k):

@@ -67,15 +67,14 @@ def reorder_encoder_out(encoder_out: Dict, rows: Tensor) -> Dict:
             for name, values in encoder_out.items()}
 
 
-def _fast_layers(decoder, encoder_out: Dict, batch_size: int, linear):
+def _fast_layers(decoder, encoder_out: Dict, batch_size: int, linear, built):
     """The lean layers of ``decoding.fast_decoder`` for the drafter, or None when they do
     not support its layers (fairseq's own layers then run).  Imported on first use (see
     ``embed_positions_at``)."""
-    from fairseq_plugins.decoding.fast_decoder import FastDecoderLayers, fast_path_problems
+    from fairseq_plugins.decoding.fast_decoder import FastDecoderLayers, lean_layers
 
-    if fast_path_problems(decoder):
-        return None
-    return FastDecoderLayers(decoder, encoder_out, batch_size, decoder.embed_tokens.weight, linear)
+    layers = lean_layers(decoder, linear, built)
+    return None if layers is None else FastDecoderLayers(layers, encoder_out, batch_size, decoder.embed_tokens.weight)
 
 
 def _output_projection(decoder, vocab_limit: int, linear):
@@ -172,17 +171,19 @@ class DrafterCache:
         fast: False forces fairseq's own layers
         linear: how the lean layers and the output layer run an ``nn.Linear``
             (``fast_decoder.float_linear``, the default, or an ``Int8Linears``)
+        built: the caller's ``fast_decoder.BuiltOnce`` (the lean layers' weights, kept from one
+            batch to the next), or None
     """
 
     def __init__(self, decoder, encoder_out: Dict, batch_size: int, vocab_limit: int = 0, fast: bool = True,
-                 linear=None):
+                 linear=None, built=None):
         check_cacheable(decoder)
         self.decoder = decoder
         self.encoder_out = encoder_out
         self.state: Dict[str, Dict[str, Optional[Tensor]]] = {}
         if linear is None:
             from fairseq_plugins.decoding.fast_decoder import float_linear as linear
-        self.layers = _fast_layers(decoder, encoder_out, batch_size, linear) if fast else None
+        self.layers = _fast_layers(decoder, encoder_out, batch_size, linear, built) if fast else None
         self.project = _output_projection(decoder, vocab_limit, linear)
         device = decoder.embed_tokens.weight.device
         self.fed = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,) tokens in the cache
