@@ -309,7 +309,7 @@ def test_weights_made_in_inference_mode_are_packed_too():
 def test_lean_layers_are_built_once_and_again_after_any_change():
     """The generator's ``BuiltOnce`` keeps a decoder's lean layers from one batch to the next,
     and builds them again when a weight changes in place, a parameter or a submodule is
-    replaced, or the decoder leaves eval mode (then there are none: fairseq's layers run)."""
+    replaced or added, or the decoder leaves eval mode (then there are none: fairseq's layers run)."""
     from fairseq_plugins.decoding.fast_decoder import BuiltOnce, lean_layers
 
     model, built = build_model(0), BuiltOnce()
@@ -321,6 +321,7 @@ def test_lean_layers_are_built_once_and_again_after_any_change():
         lambda: decoder.layers[0].fc1.weight.mul_(2.0),
         lambda: setattr(decoder.layers[1].final_layer_norm, "weight", torch.nn.Parameter(torch.ones(16))),
         lambda: setattr(decoder.layers[0], "fc2", torch.nn.Linear(32, 16)),
+        lambda: decoder.layers[1].register_parameter("extra", torch.nn.Parameter(torch.ones(2))),
     ]
     previous = first
     for change in changes:
