@@ -245,6 +245,9 @@ class SpeculativeGenerator:
     def _retire(self, state, done, finished, trace, cache):
         self._finalize(state, done, finished, trace)
         keep_idx = (~done).nonzero().squeeze(1)
+        if keep_idx.numel() == 0:  # the batch is done: the caches are not cut down to nothing
+            state.rows = keep_idx
+            return
         state.keep(keep_idx)
         cache.keep_rows(keep_idx)
         self.drafter.keep_rows(keep_idx)
