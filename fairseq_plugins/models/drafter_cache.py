@@ -30,6 +30,7 @@ row's new tokens right after its old ones (a slice when no row had holes), so T 
 the longest accepted prefix and attention never pays for holes.  Encoder-attention
 buffers (the source keys/values) are computed once and only reordered.
 """
+import functools
 from typing import Dict, Optional
 
 import torch
@@ -192,7 +193,6 @@ class DrafterCache:
         self.queries = QueryTable(decoder)
         self.banned = torch.tensor([b for b in decoder.banned if not vocab_limit or b < vocab_limit], dtype=torch.long,
                                    device=device)
-        self.block_visible: Dict[tuple, Tensor] = {}  # (M, Q, device) -> bool mask (lean layers)
         self.block_biases: Dict[tuple, Optional[Tensor]] = {}  # (M, Q, dtype, device) -> additive mask (fallback)
 
     @torch.no_grad()
@@ -243,13 +243,12 @@ class DrafterCache:
                             self_attn_padding_mask=key_padding)
         return x
 
-    def _block_visible(self, n_prefix: int, n_queries: int, device) -> Tensor:
-        """(M+Q, M+Q) bool, True = may attend, inside the block (the lean path's mask)."""
-        key = (n_prefix, n_queries, device)
-        if key not in self.block_visible:
-            self.block_visible[key] = drafter_blocks.block_attention_mask(n_prefix, n_queries, prefix_causal=True,
-                                                                          device=device)
-        return self.block_visible[key]
+    @staticmethod
+    @functools.lru_cache(maxsize=1024)
+    def _block_visible(n_prefix: int, n_queries: int, device) -> Tensor:
+        """(M+Q, M+Q) bool, True = may attend, inside the block (the lean path's mask; made
+        once per process for each shape, never written to)."""
+        return drafter_blocks.block_attention_mask(n_prefix, n_queries, prefix_causal=True, device=device)
 
     def _attention_bias(self, n_prefix: int, n_queries: int, like: Tensor) -> Optional[Tensor]:
         """Additive mask (M+Q, T+M+Q) of the next forward: the whole cache is visible (its
