@@ -9,7 +9,8 @@
 #   phase 1b: tests/test_cuda.py's parity tests (not its console-script ones), for this session's attention change
 #   phase 2: the double-token pair on the single-token model's distillation (as gpu_session2.sh), to END
 #   phase 3: their 10-best averages (fp16) and the logs into $OUT
-# Prepared here as gpu_session2.sh says (.whl/, gpu/{bin,dtd}; carry .whl and gpu). LOCAL=1: dry check on a CPU.
+# Prepared here by docs/experiments/gpu_prepare.sh (.whl/, gpu/bin, gpu/dtd when a distillation exists: without
+# it, phases 2-3 are skipped); carry .whl and gpu. LOCAL=1: dry check on a CPU.
 END=${END:-500}         # seconds after start by which phase 3 begins
 . docs/experiments/gpu_prelude.sh
 if [ "$LOCAL" = 1 ]; then SENTENCES=20; else SENTENCES=0; fi
@@ -29,21 +30,25 @@ pin 15 timeout ${TTIME:-150} python -m pytest tests/test_cuda.py -k "not fairseq
 grep -E '^(FAILED|ERROR)|passed|failed' "$R/tests.log" | tail -5
 echo "[$(el)s] tests done"
 
-STOP=$(python -c "print(round(max(60, $END - $(el) - 40) / 3600, 4))")
-export RUNS=$R
-for order in bidirectional single_l2r; do
-  cores=0-6; [ $order = single_l2r ] && cores=7-14
-  CPU=$CPU FP16=0 CONVERGE=1 ORDERS=$order DATA=$REPO/gpu/bin TRAIN_DATA=$REPO/gpu/dtd SAVE_ROOT=$R/dtd \
-    MAX_EPOCH=${DT_EPOCHS:-200} pin $cores bash recipes/double-token/train-multi30k.sh --stop-time-hours "$STOP" \
-    > "$R/dtd_$order.out" 2>&1 &
-  TRAIN_PIDS="${TRAIN_PIDS:-} $!"
-done
-while [ "$(el)" -lt "$END" ] && [ -n "$(jobs -rp)" ]; do sleep 5; done
-pkill -f -- "--save-dir $R/"; wait $TRAIN_PIDS  # not a bare wait: it would wait for the log's tee
-for order in bidirectional single_l2r; do
-  d=$R/dtd/$order; grep 'valid on' $d/train.log | tail -1 | cut -c1-200
-  ck=$d/checkpoint_avg_best.pt; [ -s $ck ] || ck=$d/checkpoint_best.pt
-  python -m fairseq_plugins.scripts.export_checkpoint $ck $R/dtd_$order.pt --fp16 && split -b 15M $R/dtd_$order.pt $OUT/dtd_$order.pt.part-
-done
+if [ ! -d "$REPO/gpu/dtd" ]; then
+  echo "no gpu/dtd (gpu_prepare.sh without DISTILLED): the double-token training skipped"
+else
+  STOP=$(python -c "print(round(max(60, $END - $(el) - 40) / 3600, 4))")
+  export RUNS=$R
+  for order in bidirectional single_l2r; do
+    cores=0-6; [ $order = single_l2r ] && cores=7-14
+    CPU=$CPU FP16=0 CONVERGE=1 ORDERS=$order DATA=$REPO/gpu/bin TRAIN_DATA=$REPO/gpu/dtd SAVE_ROOT=$R/dtd \
+      MAX_EPOCH=${DT_EPOCHS:-200} pin $cores bash recipes/double-token/train-multi30k.sh --stop-time-hours "$STOP" \
+      > "$R/dtd_$order.out" 2>&1 &
+    TRAIN_PIDS="${TRAIN_PIDS:-} $!"
+  done
+  while [ "$(el)" -lt "$END" ] && [ -n "$(jobs -rp)" ]; do sleep 5; done
+  pkill -f -- "--save-dir $R/"; wait $TRAIN_PIDS  # not a bare wait: it would wait for the log's tee
+  for order in bidirectional single_l2r; do
+    d=$R/dtd/$order; grep 'valid on' $d/train.log | tail -1 | cut -c1-200
+    ck=$d/checkpoint_avg_best.pt; [ -s $ck ] || ck=$d/checkpoint_best.pt
+    python -m fairseq_plugins.scripts.export_checkpoint $ck $R/dtd_$order.pt --fp16 && split -b 15M $R/dtd_$order.pt $OUT/dtd_$order.pt.part-
+  done
+fi
 (cd "$R" && tar czf "$OUT/logs.tgz" --ignore-failed-read install.log harness.* tests.log dtd_*.out dtd/*/train.log 2>/dev/null)
 ls -la "$OUT"; echo "[$(el)s] done"
