@@ -412,7 +412,7 @@ def lean_layers(decoder, linear=float_linear, built: Optional[BuiltOnce] = None)
     unchanged), or None when :func:`fast_path_problems` finds something they do not run."""
     def build():
         return None if fast_path_problems(decoder) else [LayerWeights(layer, linear) for layer in decoder.layers]
-    return (built or BuiltOnce()).get("decoder layers", decoder, linear, build)
+    return build() if built is None else built.get("decoder layers", decoder, linear, build)
 
 
 class FastLayer:

@@ -109,5 +109,7 @@ def encoder_function(encoder, linear: Linear, built: Optional[BuiltOnce] = None)
 
     if linear is float_linear:
         return encoder
-    return (built or BuiltOnce()).get(
-        "encoder", encoder, linear, lambda: encoder if fast_encoder_problems(encoder) else FastEncoder(encoder, linear))
+
+    def build():
+        return encoder if fast_encoder_problems(encoder) else FastEncoder(encoder, linear)
+    return build() if built is None else built.get("encoder", encoder, linear, build)
