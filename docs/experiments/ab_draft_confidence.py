@@ -1,4 +1,4 @@
-"""Measured at this commit (the option was then removed: no measurable gain, see README Results).
+"""Measured at this commit (the option was then removed: no measurable gain, see docs/results.md).
 A/B in one process: specdec with --draft-confidence 0 / 0.05 / 0.1 / 0.2 (one generator, the
 threshold switched between chunks), Multi30k valid, batch 1, the settings taking turns in ROUNDS
 rounds over interleaved chunks; the outputs must agree.  Run from the repository root:

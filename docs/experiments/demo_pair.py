@@ -1,5 +1,5 @@
 """What the A/B scripts here share: the demo pair loaded as the README's harness runs it, and
-batch-1 samples of a Multi30k split (``$RUNS/multi30k``, see the README's Results)."""
+batch-1 samples of a Multi30k split (``$RUNS/multi30k``, see docs/results.md)."""
 import os
 
 import torch

@@ -2,7 +2,7 @@
 rejection at position n, verify the same draft's leftovers d_{n+1..} after the verifier's
 token in the next iteration instead of calling the drafter (its block predictions did not
 depend on d_n), saving the drafter's share of that iteration.  Cost model in greedy steps:
-an iteration FRESH, one without the drafter FRESH - DRAFTER (README Results' profile).
+an iteration FRESH, one without the drafter FRESH - DRAFTER (docs/results.md's profiles).
 Run from the repository root after draft_strategies.py: RUNS=... python docs/experiments/draft_reuse.py [N_SENT]"""
 import json
 from draft_strategies import CACHE, matched, useful  # the drafts, their N_SENT (argv[1]) and their helpers
