@@ -149,14 +149,16 @@ class BuiltOnce:
     in a way the snapshot does not see (through ``.data``, with the products' ``forget``)."""
 
     def __init__(self):
-        self.built: Dict[tuple, tuple] = {}  # (what, id(module), id(linear)) -> (module, linear, snapshot, object)
+        # (what, id(module), id(linear)) -> (snapshot, linear, object); the snapshot holds the module and the
+        # entry the linear factory, so that neither id is reused while the entry lives
+        self.built: Dict[tuple, tuple] = {}
 
     def get(self, what: str, module: nn.Module, linear, build: Callable):
         key = (what, id(module), id(linear))
         entry = self.built.get(key)
-        if entry is None or not entry[2].unchanged():
-            entry = self.built[key] = (module, linear, ModuleSnapshot(module), build())
-        return entry[3]
+        if entry is None or not entry[0].unchanged():
+            entry = self.built[key] = (ModuleSnapshot(module), linear, build())
+        return entry[2]
 
     def clear(self):
         self.built.clear()
