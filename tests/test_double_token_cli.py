@@ -95,22 +95,27 @@ def test_systems_benchmark_side_by_side(reverse_data, bidirectional_checkpoint, 
     out = tmp_path / "systems"
     result = systems.main([str(reverse_data), "--system", f"single={tiny_checkpoint}",
                            "--system", f"pairs={bidirectional_checkpoint}", "--beams", "1,2",
+                           "--system", f"again={bidirectional_checkpoint}", "--baseline-of", "again=pairs",
                            "--max-sentences", "8", "--warmup", "1", "--no-progress-bar",
                            "--out-md", str(out / "s.md"), "--out-png", str(out / "s.png"),
                            "--out-json", str(out / "s.json")])
     rows = {(r["system"], r["beam"]): r for r in result["rows"]}
-    assert sorted(rows) == [("pairs", 1), ("pairs", 2), ("single", 1), ("single", 2)]
+    assert sorted(rows) == [("again", 1), ("again", 2), ("pairs", 1), ("pairs", 2), ("single", 1), ("single", 2)]
     assert rows["pairs", 1]["order"] == "bidirectional" and rows["single", 1]["order"] == "translation"
     for row in rows.values():
         assert row["sentences"] == 8 and row["tokens_per_s"] == row["output_tokens"] / row["total_s"]
-        base = rows["single", row["beam"]]
+        # --baseline-of again=pairs: that system against pairs, the others against the first system
+        base = rows["pairs" if row["system"] == "again" else "single", row["beam"]]
+        assert row["baseline"] == base["system"]
         assert row["tokens_per_s_ratio"] == pytest.approx(row["tokens_per_s"] / base["tokens_per_s"])
         # the systems took turns in 8 rounds of one sentence; the range is that of the rounds' ratios
         assert len(row["round_s"]) == 8 and sum(row["round_tokens"]) == row["output_tokens"]
         ratios = [(t / s) / (bt / bs) for t, s, bt, bs in zip(row["round_tokens"], row["round_s"],
-                                                               base["round_tokens"], base["round_s"])]
+                                                               base["round_tokens"], base["round_s"]) if bt]
         assert row["tokens_per_s_ratio_rounds"] == pytest.approx([min(ratios), max(ratios)])
     assert rows["single", 1]["tokens_per_s_ratio"] == 1.0 and rows["single", 1]["bleu_delta"] == 0.0
+    assert rows["again", 1]["bleu_delta"] == 0.0 and rows["pairs", 1]["bleu_delta"] != 0.0
+    assert "(again: vs `pairs`)" in (out / "s.md").read_text()
     # two tokens per step: about half the steps of the natural length + EOD
     assert rows["pairs", 1]["tokens_per_iteration"] > 1.5
     greedy = run_cli("fairseq-generate", reverse_data, *TASK, "--path", bidirectional_checkpoint, "--cpu",
@@ -144,6 +149,12 @@ def test_systems_benchmark_bad_input(reverse_data, tiny_checkpoint, tmp_path):
                             "--beams", "0"])
     assert "no such file" in str(error.value) and "--baseline 'b'" in str(error.value)
     assert "--beams must be positive" in str(error.value)
+    with pytest.raises(PluginError, match="--baseline-of: expected NAME=BASELINE, got 'a'"):
+        systems.parse_args([str(reverse_data), "--system", f"a={tiny_checkpoint}", "--baseline-of", "a"])
+    with pytest.raises(PluginError) as error:
+        systems.parse_args([str(reverse_data), "--system", f"a={tiny_checkpoint}", "--baseline-of", "b=c"])
+    assert "--baseline-of b=c: 'b' is not a --system name (a)" in str(error.value)
+    assert "--baseline-of b=c: 'c' is not a --system name (a)" in str(error.value)
 
 
 def test_multi30k_recipe_dry_run(reverse_data, tmp_path):

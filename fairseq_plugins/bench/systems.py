@@ -37,6 +37,9 @@ def get_parser() -> argparse.ArgumentParser:
     add("--system", action="append", required=True, metavar="NAME=CHECKPOINT",
         help="a system to compare (repeat the option); NAME labels its rows")
     add("--baseline", help="NAME of the system the speed ratios are relative to (default: the first)")
+    add("--baseline-of", action="append", default=[], metavar="NAME=BASELINE",
+        help="compare system NAME with system BASELINE instead of --baseline (repeat the option), e.g. a model "
+             "trained on distilled data with its own single-token baseline")
     add("--beams", default="1,5", help="comma-separated beam sizes to decode every system with")
     add("--nbest-equal-beam", action="store_true",
         help="decode with --nbest equal to the beam size (BLEU of the best; the double-token search then finishes "
@@ -46,14 +49,20 @@ def get_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_pairs(option: str, items: List[str], right: str) -> List[Tuple[str, str]]:
+    """``["a=x", "b=y"]`` -> ``[("a", "x"), ("b", "y")]``; ``option`` and ``right`` name them in errors."""
+    pairs = []
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip():
+            raise PluginError(f"{option}: expected NAME={right}, got {item!r}")
+        pairs.append((name.strip(), value.strip()))
+    return pairs
+
+
 def parse_systems(items: List[str]) -> List[Tuple[str, str]]:
     """``["a=x.pt", "b=y.pt"]`` -> ``[("a", "x.pt"), ("b", "y.pt")]``; names unique."""
-    systems = []
-    for item in items:
-        name, eq, path = item.partition("=")
-        if not eq or not name.strip() or not path.strip():
-            raise PluginError(f"--system: expected NAME=CHECKPOINT, got {item!r}")
-        systems.append((name.strip(), path.strip()))
+    systems = parse_pairs("--system", items, "CHECKPOINT")
     names = [name for name, _ in systems]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -73,6 +82,11 @@ def parse_args(argv=None) -> Tuple[argparse.Namespace, List[str]]:
         args.beams = [1]
     names = [name for name, _ in args.systems]
     args.baseline = args.baseline or names[0]
+    args.baselines = {name: args.baseline for name in names}
+    for name, baseline in parse_pairs("--baseline-of", args.baseline_of, "BASELINE"):
+        problems += [f"--baseline-of {name}={baseline}: {value!r} is not a --system name ({', '.join(names)})"
+                     for value in (name, baseline) if value not in names]
+        args.baselines[name] = baseline
     checks = [
         (args.baseline not in names, f"--baseline {args.baseline!r} is not a --system name ({', '.join(names)})"),
         (not args.beams or min(args.beams) < 1, "--beams must be positive integers"),
@@ -177,11 +191,13 @@ def round_tokens(results, batches, rounds: int) -> List[int]:
             for chunk in interleaved_chunks(batches, rounds)]
 
 
-def add_ratios(rows: List[dict], baseline: str):
-    """Speed of each row relative to the baseline system at the same beam size."""
-    base = {row["beam"]: row for row in rows if row["system"] == baseline}
+def add_ratios(rows: List[dict], baselines: Dict[str, str]):
+    """Speed and BLEU of each row relative to its system's baseline (``baselines``: system ->
+    baseline system) at the same beam size."""
+    by_key = {(row["system"], row["beam"]): row for row in rows}
     for row in rows:
-        ref = base.get(row["beam"])
+        ref = by_key.get((baselines[row["system"]], row["beam"]))
+        row["baseline"] = baselines[row["system"]]
         row["tokens_per_s_ratio"] = row["tokens_per_s"] / ref["tokens_per_s"] if ref and ref["tokens_per_s"] else None
         row["tokens_per_s_ratio_rounds"] = ratio_range(ref, row)
         row["speedup_median"] = ref["median_ms"] / row["median_ms"] if ref and row["median_ms"] else None
@@ -209,13 +225,14 @@ def benchmark(args, extra) -> dict:
     ids = sentence_ids(args, args.systems[0][0], loaded[0][0])
     systems = [build_system(args, name, path, engine, ids) for (name, path), engine in zip(args.systems, loaded)]
     rows = time_systems(args, systems, ids)
-    add_ratios(rows, args.baseline)
+    add_ratios(rows, args.baselines)
     settings = {"data": args.data, "gen_subset": args.gen_subset, "sentences": len(ids), "warmup": args.warmup,
                 "rounds": len(interleaved_chunks(systems[0].rows[0].batches, args.rounds)),
                 "batch_size": args.batch_size, "beams": args.beams, "nbest_equal_beam": args.nbest_equal_beam,
                 "pair_beam_stop": double_token_option([engine for engine, _ in loaded], "pair_beam_stop"),
                 "packed_linears": double_token_option([engine for engine, _ in loaded], "packed_linears"),
                 "baseline": args.baseline,
+                "baseline_of": {name: base for name, base in args.baselines.items() if base != args.baseline},
                 "systems": dict(args.systems), "post_process": args.post_process, "fairseq_args": extra}
     return {"hardware": {**hardware(args.device, args.threads), "fp16": args.fp16}, "settings": settings,
             "rows": rows}
@@ -265,7 +282,8 @@ def markdown(result: dict) -> str:
     lines = ["# Systems side by side", "", f"**Hardware:** {hardware_line(result['hardware'])}", "",
              f"**Setting:** `{s['data']}` ({s['gen_subset']}, {s['sentences']} sentences), batch {s['batch_size']}, "
              f"warm-up {s['warmup']} sentences; BLEU: sacreBLEU on detokenized output; tokens/s: output subword "
-             f"tokens / total decoding time; ratios and ΔBLEU: vs `{s['baseline']}` at the same beam; "
+             f"tokens / total decoding time; ratios and ΔBLEU: vs `{s['baseline']}` at the same beam"
+             f"{other_baselines(s)}; "
              f"{stop_note(s)}{packed_note(s)}; the rows take turns in {s['rounds']} round(s), each decoding the "
              "same interleaved chunk of the sentences per round (a drifting machine speed slows every row alike); "
              "in brackets: the lowest and highest per-round tokens/s ratio.", "",
@@ -278,6 +296,12 @@ def markdown(result: dict) -> str:
                  num(r["mean_iterations"], "{:.1f}")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def other_baselines(settings: dict) -> str:
+    """The systems compared with another baseline than --baseline, for the table's setting line."""
+    pairs = (settings.get("baseline_of") or {}).items()
+    return "".join(f" ({name}: vs `{base}`)" for name, base in pairs)
 
 
 def spread(low_high) -> str:
