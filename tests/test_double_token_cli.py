@@ -184,6 +184,50 @@ def test_multi30k_recipe_dry_run(reverse_data, tmp_path):
     assert rerun.returncode == 0 and "trained already" in rerun.stdout and "fairseq_cli.train" not in rerun.stdout
 
 
+def test_distilled_comparison_recipe_dry_run(reverse_data, tmp_path):
+    """recipes/double-token/compare-distilled-multi30k.sh (DRY_RUN, PARALLEL=1): the pair to convergence, the
+    single-token model's distillation of the training set, the pair on it, the four systems in one table
+    (the distilled pair against its own baseline) and one plot; a rerun skips every stage."""
+    import json
+    import os
+    import subprocess
+
+    from conftest import BIN_DIR, REPO
+
+    env = {**os.environ, "DRY_RUN": "1", "PARALLEL": "1", "DATA": str(reverse_data),
+           "RAW": str(reverse_data.parent / "raw"), "SRC": "src", "TGT": "tgt", "REMOVE_BPE": "none",
+           "RUNS": str(tmp_path), "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
+    script = str(REPO / "recipes" / "double-token" / "compare-distilled-multi30k.sh")
+    run = lambda: subprocess.run(["bash", script], env=env, text=True, stdout=subprocess.PIPE,  # noqa: E731
+                                 stderr=subprocess.STDOUT, timeout=900)
+    proc = run()
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    runs = tmp_path / "multi30k"
+    for root in ("double-token", "double-token-distilled"):
+        for order in ("bidirectional", "single_l2r"):
+            assert (runs / root / order / "training.done").exists()
+            assert (runs / root / order / "checkpoint_avg_best.pt").exists()
+    distilled = runs / "distilled-single-beam5"
+    targets = (distilled / "text" / "train.tgt").read_text().splitlines()
+    references = (reverse_data.parent / "raw" / "train.tgt").read_text().splitlines()
+    assert len(targets) == len(references) == 600 and targets != references  # the teacher's, not the references
+    # the distilled pair trained on the distillation, validated on the references
+    data = runs / "double-token-distilled" / "data"
+    assert (data / "train.src-tgt.tgt.bin").resolve() == (distilled / "bin" / "train.src-tgt.tgt.bin").resolve()
+    assert (data / "valid.src-tgt.tgt.bin").resolve() == (reverse_data / "valid.src-tgt.tgt.bin").resolve()
+    result = json.loads((runs / "double-token-comparison" / "results.json").read_text())
+    assert {(r["system"], r["baseline"]) for r in result["rows"]} == {
+        ("single_l2r", "single_l2r"), ("bidirectional", "single_l2r"),
+        ("single_l2r_distilled", "single_l2r"), ("bidirectional_distilled", "single_l2r_distilled")}
+    assert (runs / "double-token-comparison" / "bleu-curves.png").stat().st_size > 0
+    rerun = run()
+    assert rerun.returncode == 0 and "distilled already" in rerun.stdout, rerun.stdout[-4000:]
+    for root in ("double-token", "double-token-distilled"):
+        for order in ("bidirectional", "single_l2r"):
+            log = (runs / root / f"{order}.recipe.log").read_text()
+            assert "trained already" in log and "fairseq_cli.train" not in log
+
+
 def test_multi30k_recipe_trains_on_after_a_stop_by_time(reverse_data, tmp_path):
     """A run stopped by --stop-time-hours is not marked done: the same command resumes it and
     trains to its end (a time budget splits a training across sessions; it does not finish it)."""
