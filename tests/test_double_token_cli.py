@@ -185,9 +185,10 @@ def test_multi30k_recipe_dry_run(reverse_data, tmp_path):
 
 
 def test_distilled_comparison_recipe_dry_run(reverse_data, tmp_path):
-    """recipes/double-token/compare-distilled-multi30k.sh (DRY_RUN, PARALLEL=1): the pair to convergence, the
-    single-token model's distillation of the training set, the pair on it, the four systems in one table
-    (the distilled pair against its own baseline) and one plot; a rerun skips every stage."""
+    """recipes/double-token/compare-distilled-multi30k.sh (DRY_RUN, PARALLEL=1: a pipeline per order): the pair
+    to convergence, the single-token model's distillation of the training set (the bidirectional pipeline waits
+    for it), the pair on it, the four systems in one table (the distilled pair against its own baseline) and
+    one plot; a rerun skips every stage."""
     import json
     import os
     import subprocess
@@ -196,7 +197,7 @@ def test_distilled_comparison_recipe_dry_run(reverse_data, tmp_path):
 
     env = {**os.environ, "DRY_RUN": "1", "PARALLEL": "1", "DATA": str(reverse_data),
            "RAW": str(reverse_data.parent / "raw"), "SRC": "src", "TGT": "tgt", "REMOVE_BPE": "none",
-           "RUNS": str(tmp_path), "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
+           "RUNS": str(tmp_path), "POLL_SECONDS": "1", "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
     script = str(REPO / "recipes" / "double-token" / "compare-distilled-multi30k.sh")
     run = lambda: subprocess.run(["bash", script], env=env, text=True, stdout=subprocess.PIPE,  # noqa: E731
                                  stderr=subprocess.STDOUT, timeout=900)
@@ -221,11 +222,11 @@ def test_distilled_comparison_recipe_dry_run(reverse_data, tmp_path):
         ("single_l2r_distilled", "single_l2r"), ("bidirectional_distilled", "single_l2r_distilled")}
     assert (runs / "double-token-comparison" / "bleu-curves.png").stat().st_size > 0
     rerun = run()
-    assert rerun.returncode == 0 and "distilled already" in rerun.stdout, rerun.stdout[-4000:]
-    for root in ("double-token", "double-token-distilled"):
-        for order in ("bidirectional", "single_l2r"):
-            log = (runs / root / f"{order}.recipe.log").read_text()
-            assert "trained already" in log and "fairseq_cli.train" not in log
+    assert rerun.returncode == 0, rerun.stdout[-4000:]
+    for order in ("bidirectional", "single_l2r"):
+        log = (runs / "double-token-comparison" / f"pipeline-{order}.log").read_text()
+        assert log.count("trained already") == 2 and "fairseq_cli.train" not in log, log[-4000:]
+    assert "distilled already" in (runs / "double-token-comparison" / "pipeline-single_l2r.log").read_text()
 
 
 def test_multi30k_recipe_trains_on_after_a_stop_by_time(reverse_data, tmp_path):

@@ -8,8 +8,9 @@
 # against the distilled single-token model, the others against the original one) and their valid-BLEU
 # curves in one plot.
 #   RUNS=... AUTOCAST=bf16 bash recipes/double-token/compare-distilled-multi30k.sh
-#   PARALLEL=1 ...   the two systems of each stage side by side, one CPU core each (two shards for the
-#                    distillation); a stage waits for both
+#   PARALLEL=1 ...   two pipelines side by side, one CPU core each: the single-token model trains, distils and
+#                    trains on its distillation; the bidirectional model trains, waits for the distillation,
+#                    trains on it
 # Each stage is skipped when its output exists (a trained system: its training.done; the distillation: its
 # binarized train split), so the same command goes on after a kill, from fairseq's checkpoint_last.pt.
 # train-multi30k.sh's options (AUTOCAST, CPU, FP16, PATIENCE, ...) pass through as env vars, and extra
@@ -37,57 +38,75 @@ main() {
   check_inputs "DATA=$DATA/dict.$SRC.txt" "RAW=$RAW/train.$SRC"
   export DATA SRC TGT REMOVE_BPE CONVERGE=1 EVALUATE=0
 
-  log "1/4 the pair on the original data -> $ORIGINAL_ROOT"
-  train_pair "$ORIGINAL_ROOT" "" "$@"
-  log "2/4 the single-token model's beam-$TEACHER_BEAM distillation of the training set -> $DISTILLED"
-  distil
-  log "3/4 the pair on the distillation -> $DISTILLED_ROOT"
-  train_pair "$DISTILLED_ROOT" "$DISTILLED/bin" "$@"
-  log "4/4 the four systems side by side -> $OUT"
+  mkdir -p "$OUT"
+  if [ "$PARALLEL" = 1 ]; then
+    train_side_by_side "$@"
+  else
+    local order
+    for order in bidirectional single_l2r; do train_order original "$order" "$@"; done
+    distil
+    for order in bidirectional single_l2r; do train_order distilled "$order" "$@"; done
+  fi
+  log "the four systems side by side -> $OUT"
   compare
 }
 
-ORDERS_COMPARED=(bidirectional single_l2r)
+# train_order original|distilled ORDER [fairseq-train options...]: ORDER to convergence on that data
+train_order() {
+  local kind=$1 order=$2; shift 2
+  if [ "$kind" = original ]; then
+    log "$order on the original data -> $ORIGINAL_ROOT/$order"
+    SAVE_ROOT=$ORIGINAL_ROOT TRAIN_DATA="" ORDERS=$order bash "$REPO/recipes/double-token/train-multi30k.sh" "$@"
+  else
+    log "$order on the distillation -> $DISTILLED_ROOT/$order"
+    SAVE_ROOT=$DISTILLED_ROOT TRAIN_DATA=$DISTILLED/bin ORDERS=$order \
+      bash "$REPO/recipes/double-token/train-multi30k.sh" "$@"
+  fi
+}
 
-# train_pair SAVE_ROOT TRAIN_DATA [fairseq-train options...]: both orders to convergence (in turn, or with
-# PARALLEL=1 side by side, each pinned to its own core where taskset and the cores exist)
-train_pair() {
-  local root=$1 train_data=$2 order core=0 pids=() failed=()
-  shift 2
-  mkdir -p "$root"
-  for order in "${ORDERS_COMPARED[@]}"; do
-    if [ "$PARALLEL" = 1 ]; then
-      log "$order: training in the background, its recipe's log $root/$order.recipe.log"
-      SAVE_ROOT=$root TRAIN_DATA=$train_data ORDERS=$order pinned "$core" \
-        bash "$REPO/recipes/double-token/train-multi30k.sh" "$@" > "$root/$order.recipe.log" 2>&1 &
-      pids+=($!); core=$((core + 1))
-    else
-      SAVE_ROOT=$root TRAIN_DATA=$train_data ORDERS=$order bash "$REPO/recipes/double-token/train-multi30k.sh" "$@"
-    fi
-  done
-  [ "$PARALLEL" = 1 ] || return 0
-  trap 'for pid in "${pids[@]}"; do kill_tree "$pid"; done' EXIT
-  for core in "${!pids[@]}"; do
-    wait "${pids[$core]}" || failed+=("${ORDERS_COMPARED[$core]} (see $root/${ORDERS_COMPARED[$core]}.recipe.log)")
-  done
+# train_side_by_side [fairseq-train options...]: one pipeline per core, logs OUT/pipeline-ORDER.log: the
+# single-token model trains, distils and trains on its distillation; the bidirectional model trains, waits for
+# the distillation, and trains on it
+train_side_by_side() {
+  local single bidirectional failed=()
+  log "single_l2r and bidirectional side by side, logs $OUT/pipeline-{single_l2r,bidirectional}.log"
+  ( pin 1; train_order original single_l2r "$@"; distil; train_order distilled single_l2r "$@" ) \
+    > "$OUT/pipeline-single_l2r.log" 2>&1 &
+  single=$!
+  ( pin 0; train_order original bidirectional "$@"; wait_for_distillation "$single"
+    train_order distilled bidirectional "$@" ) > "$OUT/pipeline-bidirectional.log" 2>&1 &
+  bidirectional=$!
+  trap 'kill_tree $single; kill_tree $bidirectional' EXIT
+  wait "$single" || failed+=("single_l2r (see $OUT/pipeline-single_l2r.log)")
+  wait "$bidirectional" || failed+=("bidirectional (see $OUT/pipeline-bidirectional.log)")
   trap - EXIT
-  [ ${#failed[@]} = 0 ] || die "training failed: ${failed[*]}"
+  [ ${#failed[@]} = 0 ] || die "failed: ${failed[*]}"
 }
 
-# pinned CORE COMMAND...: COMMAND on CPU core CORE where taskset exists and the machine has that core
-pinned() {
-  local core=$1; shift
-  if command -v taskset > /dev/null && [ "$core" -lt "$(nproc)" ]; then taskset -c "$core" "$@"; else "$@"; fi
+# pin CORE: this (sub)shell and what it starts on CPU core CORE, where taskset exists and the machine has it
+pin() {
+  if command -v taskset > /dev/null && [ "$1" -lt "$(nproc)" ]; then taskset -p -c "$1" "$BASHPID" > /dev/null; fi
 }
+
+# wait_for_distillation PID: until the distillation exists; fails once PID (the pipeline making it) has ended
+wait_for_distillation() {
+  log "waiting for the distillation ($DISTILLED/bin)"
+  until distilled; do
+    kill -0 "$1" 2> /dev/null || distilled || die "the single-token pipeline ended without a distillation"
+    sleep "${POLL_SECONDS:-30}"
+  done
+}
+
+distilled() { all_exist "$DISTILLED/bin/train.$SRC-$TGT.$TGT.bin"; }
 
 # distil: DISTILLED/bin = DATA with the training targets replaced by the converged single-token model's
 # translations (valid and test keep their references)
 distil() {
   local teacher=$ORIGINAL_ROOT/single_l2r/checkpoint_avg_best.pt
-  if all_exist "$DISTILLED/bin/train.$SRC-$TGT.$TGT.bin"; then log "distilled already ($DISTILLED/bin)"; return; fi
+  if distilled; then log "distilled already ($DISTILLED/bin)"; return; fi
   check_inputs "TEACHER=$teacher"
   TEACHER=$teacher TEACHER_DATA=$DATA VERIFIER_DATA=$DATA RAW=$RAW OUT=$DISTILLED BEAM=$TEACHER_BEAM DISTILL_VALID=0 \
-    NUM_SHARDS=${NUM_SHARDS:-$((PARALLEL + 1))} DEVICE=${DEVICE:-auto} bash "$REPO/recipes/distill.sh"
+    NUM_SHARDS=${NUM_SHARDS:-1} DEVICE=${DEVICE:-auto} bash "$REPO/recipes/distill.sh"
 }
 
 # compare: the four averaged systems in one bench.systems run, and the four valid-BLEU curves
