@@ -84,8 +84,9 @@ train_side_by_side() {
 }
 
 # pin CORE: this (sub)shell and what it starts on CPU core CORE, where taskset exists and the machine has it
+# (nproc --all: plain nproc counts OMP_NUM_THREADS, which common.sh sets to 1)
 pin() {
-  if command -v taskset > /dev/null && [ "$1" -lt "$(nproc)" ]; then taskset -p -c "$1" "$BASHPID" > /dev/null; fi
+  if command -v taskset > /dev/null && [ "$1" -lt "$(nproc --all)" ]; then taskset -p -c "$1" "$BASHPID" > /dev/null; fi
 }
 
 # wait_for_distillation PID: until the distillation exists; fails once PID (the pipeline making it) has ended
