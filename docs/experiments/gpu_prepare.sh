@@ -7,8 +7,10 @@
 #   gpu/bin   the binarized Multi30k ($RUNS/multi30k/bin: recipes/data/prepare-with-model.sh, README Results)
 #   gpu/dtd   the train split of a distillation for the double-token pair, when DISTILLED names its binarized dir
 #             (e.g. $RUNS/multi30k/distilled-single-beam5/bin); without it gpu_session3.sh skips that training
+#   gpu/dd    the verifier's greedy distillation (train and valid) for the drafter, when DRAFTER_DATA names its
+#             binarized dir (recipes/distill.sh with TEACHER=checkpoints/demo/verifier.pt: $RUNS/multi30k/distilled/bin)
 # Both are ignored (.git/info/exclude); ~15 MB of wheels + ~5 MB of data, within the carry limit of 64 MiB.
-#   RUNS=/work/runs [DISTILLED=...] bash docs/experiments/gpu_prepare.sh
+#   RUNS=/work/runs [DISTILLED=...] [DRAFTER_DATA=...] bash docs/experiments/gpu_prepare.sh
 set -euo pipefail
 RUNS=${RUNS:-../runs}
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || printf '/.whl/\n/gpu/\n' >> .git/info/exclude
@@ -28,5 +30,8 @@ python -m pip wheel -q --no-deps -w .whl hydra-core==1.0.7 omegaconf==2.0.6 antl
 rm -rf gpu/bin && cp -r "$RUNS/multi30k/bin" gpu/bin
 if [ -n "${DISTILLED:-}" ]; then
   rm -rf gpu/dtd && mkdir gpu/dtd && cp "$DISTILLED"/train.* "$DISTILLED"/dict.* gpu/dtd/
+fi
+if [ -n "${DRAFTER_DATA:-}" ]; then
+  rm -rf gpu/dd && mkdir gpu/dd && cp "$DRAFTER_DATA"/train.* "$DRAFTER_DATA"/valid.* "$DRAFTER_DATA"/dict.* gpu/dd/
 fi
 du -sh .whl gpu; ls .whl
