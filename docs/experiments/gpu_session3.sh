@@ -13,8 +13,9 @@
 #            dropout narrow its train/test gap?), to END
 #   phase 3: their 10-best averages or best checkpoints (fp16) and the logs into $OUT
 # Prepared here by docs/experiments/gpu_prepare.sh (.whl/, gpu/bin, gpu/dtd when a double-token distillation
-# exists, gpu/dd when the drafter's does: without either, phases 2-3 are skipped); carry .whl and gpu. LOCAL=1: dry check on a CPU. Device time is 15 minutes a session
-# (machine start included): run it once with timeout_s 600, then give the machine back.
+# exists, gpu/dd when the drafter's does: without either, phases 2-3 are skipped); carry .whl and gpu. LOCAL=1: dry
+# check on a CPU. Device time is 15 minutes a session (machine start included): run it once with timeout_s 600, then
+# give the machine back.
 END=${END:-500}         # seconds after start by which phase 3 begins
 . docs/experiments/gpu_prelude.sh
 if [ "$LOCAL" = 1 ]; then SENTENCES=20; else SENTENCES=${SENTENCES:-500}; fi

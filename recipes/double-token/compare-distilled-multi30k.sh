@@ -51,17 +51,16 @@ main() {
   compare
 }
 
+# save_root original|distilled: where the systems trained on that data live
+save_root() { if [ "$1" = original ]; then echo "$ORIGINAL_ROOT"; else echo "$DISTILLED_ROOT"; fi; }
+
 # train_order original|distilled ORDER [fairseq-train options...]: ORDER to convergence on that data
 train_order() {
-  local kind=$1 order=$2; shift 2
-  if [ "$kind" = original ]; then
-    log "$order on the original data -> $ORIGINAL_ROOT/$order"
-    SAVE_ROOT=$ORIGINAL_ROOT TRAIN_DATA="" ORDERS=$order bash "$REPO/recipes/double-token/train-multi30k.sh" "$@"
-  else
-    log "$order on the distillation -> $DISTILLED_ROOT/$order"
-    SAVE_ROOT=$DISTILLED_ROOT TRAIN_DATA=$DISTILLED/bin ORDERS=$order \
-      bash "$REPO/recipes/double-token/train-multi30k.sh" "$@"
-  fi
+  local kind=$1 order=$2 root train_data=""; shift 2
+  root=$(save_root "$kind")
+  if [ "$kind" = distilled ]; then train_data=$DISTILLED/bin; fi
+  log "$order on the $kind data -> $root/$order"
+  SAVE_ROOT=$root TRAIN_DATA=$train_data ORDERS=$order bash "$REPO/recipes/double-token/train-multi30k.sh" "$@"
 }
 
 # train_side_by_side [fairseq-train options...]: one pipeline per core, logs OUT/pipeline-ORDER.log: the
@@ -112,12 +111,11 @@ distil() {
 
 # compare: the four averaged systems in one bench.systems run, and the four valid-BLEU curves
 compare() {
-  local kind order args=() logs=() labels=()
-  mkdir -p "$OUT"
+  local kind order root name args=() logs=() labels=()
   for kind in original distilled; do
+    root=$(save_root "$kind")
     for order in single_l2r bidirectional; do
-      local root=$ORIGINAL_ROOT name=$order
-      if [ "$kind" = distilled ]; then root=$DISTILLED_ROOT; name=${order}_distilled; fi
+      name=$order; if [ "$kind" = distilled ]; then name=${order}_distilled; fi
       args+=(--system "$name=$root/$order/checkpoint_avg_best.pt")
       logs+=("$root/$order/train.log"); labels+=(--label "$order, $kind data")
     done
