@@ -11,6 +11,7 @@
 #   phase 2: the double-token pair on the single-token model's distillation (as gpu_session2.sh), to END; without
 #            that distillation, the demo drafter trained on at dropout 0.1 and 0.3 side by side (issue 12: does more
 #            dropout narrow its train/test gap?), to END
+#            (FEATURE=1: instead, docs/experiments/feature_drafter.py, the drafter with the verifier's hidden states)
 #   phase 3: their 10-best averages or best checkpoints (fp16) and the logs into $OUT
 # Prepared here by docs/experiments/gpu_prepare.sh (.whl/, gpu/bin, gpu/dtd when a double-token distillation
 # exists, gpu/dd when the drafter's does: without either, phases 2-3 are skipped); carry .whl and gpu. LOCAL=1: dry
@@ -35,7 +36,13 @@ pin 15 timeout ${TTIME:-150} python -m pytest tests/test_cuda.py -k "not fairseq
 grep -E '^(FAILED|ERROR)|passed|failed' "$R/tests.log" | tail -5
 echo "[$(el)s] tests done"
 
-if [ ! -d "$REPO/gpu/dtd" ] && [ -d "$REPO/gpu/dd" ]; then
+if [ "${FEATURE:-0}" = 1 ] && [ -d "$REPO/gpu/dd" ]; then
+  # issue 12, FEATURE=1: the demo drafter fine-tuned with and without the verifier's hidden states as extra input
+  # (docs/experiments/feature_drafter.py; on the CPU 200 updates showed no gain), on the GPU until END
+  DATA=$REPO/gpu/dd DEVICE=$DEV TRAIN_SECONDS=$(( END - $(el) - 60 )) pin 0-14 python docs/experiments/feature_drafter.py \
+    100000 500 4096 "$OUT/feature_drafter.json" > "$R/feature_drafter.out" 2>&1; echo "feature drafter rc $?"
+  grep '^update' "$R/feature_drafter.out" | tail -4
+elif [ ! -d "$REPO/gpu/dtd" ] && [ -d "$REPO/gpu/dd" ]; then
   # issue 12: the demo drafter drafts 4.03 tokens per iteration on its training sources and 3.22 on test2016
   # (docs/results.md): does more dropout narrow that gap? The H200 continuation's settings, dropout 0.1 vs 0.3 side
   # by side, the same time; valid spec_tokens_per_iter every 4 epochs
@@ -78,5 +85,5 @@ else
   done
 fi
 (cd "$R" && tar czf "$OUT/logs.tgz" --ignore-failed-read install.log harness.* tests.log dtd_*.out dtd/*/train.log \
-  dd_*.out 2>/dev/null)
+  dd_*.out feature_drafter.out 2>/dev/null)
 ls -la "$OUT"; echo "[$(el)s] done"

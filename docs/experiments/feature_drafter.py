@@ -1,0 +1,141 @@
+"""Does the verifier's hidden state help the block drafter?  (issue 12: EAGLE's idea on a block NAT drafter)
+
+Two copies of the demo drafter are fine-tuned side by side on the same batches of the verifier's greedy
+distillation (glancing loss, ratio 0.3, Adam):
+  plain:   as shipped (the control: what more fine-tuning alone does);
+  feature: each prefix column j's input embedding also gets W h_{j-1}, h the frozen verifier's last
+           decoder state after reading token j-1 (teacher-forced, what the decoding core's
+           ``Iteration.hidden`` gives a drafter for free); W (C_v -> C) starts at zero, so this arm
+           starts exactly at the shipped drafter.
+Every EVAL updates both are scored by ``simulate_specdec`` (lossless SpecDec's tokens per iteration at
+k = 10 against the verifier's greedy translations of the valid set: a count, not a timing).
+
+    RUNS=... [DATA=bin] [DEVICE=cuda] [TRAIN_SECONDS=N] python docs/experiments/feature_drafter.py UPDATES EVAL \
+        [MAX_TOKENS] [OUT.json]
+
+DATA: the binarized distillation (default $RUNS/multi30k/distilled/bin, recipes/distill.sh with the demo verifier as
+TEACHER); TRAIN_SECONDS: stop (and score both) after that many seconds of training even before UPDATES;
+PROJECTION_LR: W's learning rate (the drafter's own: 1e-4).
+"""
+import json
+import os
+import sys
+import time
+
+import torch
+
+torch.set_num_threads(1)
+torch.manual_seed(1)
+from fairseq import utils
+from fairseq.tasks.translation import load_langpair_dataset
+
+from fairseq_plugins.api import Translator
+from fairseq_plugins.criterions.glancing_block_loss import GlancingBlockLoss, simulate_specdec
+from fairseq_plugins.models.block_drafter_decoder import BlockDrafterDecoder
+
+RUNS = os.environ.get("RUNS", "../runs")
+updates, every = int(sys.argv[1]), int(sys.argv[2])
+max_tokens = int(sys.argv[3]) if len(sys.argv) > 3 else 2048
+out_path = sys.argv[4] if len(sys.argv) > 4 else None
+data = os.environ.get("DATA", f"{RUNS}/multi30k/distilled/bin")
+device = os.environ.get("DEVICE", "cpu")
+seconds = float(os.environ.get("TRAIN_SECONDS", "inf"))
+projection_lr = float(os.environ.get("PROJECTION_LR", "1e-4"))  # 1e-3: Adam's first step alone cost 0.024 (CPU run)
+
+
+def load():
+    t = Translator.load("checkpoints/demo/verifier.pt", data, drafter="checkpoints/demo/drafter.pt",
+                        decoding="specdec", source_lang="en", target_lang="de", device=device)
+    return t.task, t.models[0], t.generator.drafter.model.to(device)
+
+
+task, verifier, plain = load()
+_, _, feature = load()
+for p in verifier.parameters():
+    p.requires_grad_(False)
+verifier.eval()
+dim_v, dim_d = verifier.decoder.output_projection.weight.size(1), feature.decoder.embed_tokens.weight.size(1)
+feature.decoder.feature_proj = torch.nn.Linear(dim_v, dim_d).to(device)
+torch.nn.init.zeros_(feature.decoder.feature_proj.weight)
+torch.nn.init.zeros_(feature.decoder.feature_proj.bias)
+
+original_embed_block = BlockDrafterDecoder.embed_block
+
+
+def embed_block(self, tokens, prefix_lengths, query_start, encoder_out):
+    """The shipped embedding; with a ``feature_proj``, prefix column j also gets W h_{j-1}."""
+    x = original_embed_block(self, tokens, prefix_lengths, query_start, encoder_out)
+    if not hasattr(self, "feature_proj"):
+        return x
+    prefix = tokens[:, :query_start]
+    with torch.no_grad():
+        hidden, _ = verifier.decoder(prefix, encoder_out=encoder_out, features_only=True)  # (B, P, C_v)
+    shifted = torch.cat([hidden.new_zeros(hidden.size(0), 1, hidden.size(2)), hidden[:, :-1]], dim=1)
+    added = torch.cat([self.feature_proj(shifted), x.new_zeros(x.size(0), x.size(1) - query_start, x.size(2))], 1)
+    return x + added
+
+
+BlockDrafterDecoder.embed_block = embed_block
+datasets = {split: load_langpair_dataset(data, split, "en", task.source_dictionary, "de", task.target_dictionary,
+                                         combine=False, dataset_impl=None, upsample_primary=1,
+                                         left_pad_source=True, left_pad_target=False, max_source_positions=1000,
+                                         max_target_positions=1000)
+            for split in ("train", "valid")}
+
+
+def batches(split, epoch, shuffle):
+    iterator = task.get_batch_iterator(datasets[split], max_tokens=max_tokens, seed=1, epoch=epoch,
+                                       max_positions=(1000, 1000)).next_epoch_itr(shuffle=shuffle)
+    return (utils.move_to_cuda(sample) if device == "cuda" else sample for sample in iterator)
+
+
+criterion = GlancingBlockLoss(task, 0.1, 0.3, 0.3, 0, 1, 0)
+arms = {"plain": plain, "feature": feature}
+optimizers = {}
+for name, model in arms.items():
+    projection = [p for n, p in model.named_parameters() if n.startswith("decoder.feature_proj")]
+    rest = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("decoder.feature_proj")]
+    groups = [{"params": rest, "lr": 1e-4}] + ([{"params": projection, "lr": projection_lr}] if projection else [])
+    optimizers[name] = torch.optim.Adam(groups, betas=(0.9, 0.98))
+
+
+def evaluate(model):
+    model.eval()
+    tokens = iters = 0
+    for sample in batches("valid", 1, False):
+        src = sample["net_input"]
+        n, i = simulate_specdec(model, src["src_tokens"], src["src_lengths"], sample["target"],
+                                task.target_dictionary.pad(), task.target_dictionary.eos())
+        tokens, iters = tokens + n, iters + i
+    return tokens / iters
+
+
+curve = {name: [(0, evaluate(model))] for name, model in arms.items()}
+print("update 0", {n: round(c[-1][1], 3) for n, c in curve.items()}, flush=True)
+step, epoch, start = 0, 1, time.time()
+while step < updates:
+    for sample in batches("train", epoch, True):
+        draw = criterion.draw_blocks(arms["plain"], sample)
+        for name, model in arms.items():
+            model.train()
+            model.encoder.eval()
+            criterion.draw_blocks = lambda *_: draw
+            loss, sample_size, log = criterion(model, sample)
+            optimizers[name].zero_grad()
+            (loss / sample_size).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizers[name].step()
+            del criterion.draw_blocks
+        step += 1
+        if time.time() - start > seconds:
+            updates = step
+        if step % every == 0 or step == updates:
+            for name, model in arms.items():
+                curve[name].append((step, evaluate(model)))
+            print(f"update {step} ({time.time() - start:.0f} s)", {n: round(c[-1][1], 3) for n, c in curve.items()},
+                  flush=True)
+            if out_path:
+                json.dump(curve, open(out_path, "w"))
+        if step >= updates:
+            break
+    epoch += 1
