@@ -9,9 +9,9 @@
 #            (beam1, specdec, specdec:length=fixed, specdec++:beta=5,tau=3) with --profile
 #   phase 1b: tests/test_cuda.py's parity tests (not its console-script ones), for this session's attention change
 #   phase 2: the double-token pair on the single-token model's distillation (as gpu_session2.sh), to END; without
-#            that distillation, the demo drafter trained on at dropout 0.1 and 0.3 side by side (issue 12: does more
-#            dropout narrow its train/test gap?), to END
-#            (FEATURE=1: instead, docs/experiments/feature_drafter.py, the drafter with the verifier's hidden states)
+#            that distillation, issue 12's drafter: docs/experiments/feature_drafter.py (the demo drafter fine-tuned
+#            with and without the verifier's hidden states as input, side by side), or with FEATURE=0 the demo
+#            drafter at dropout 0.1 and 0.3 side by side (does more dropout narrow its train/test gap?), to END
 #   phase 3: their 10-best averages or best checkpoints (fp16) and the logs into $OUT
 # Prepared here by docs/experiments/gpu_prepare.sh (.whl/, gpu/bin, gpu/dtd when a double-token distillation
 # exists, gpu/dd when the drafter's does: without either, phases 2-3 are skipped); carry .whl and gpu. LOCAL=1: dry
@@ -36,10 +36,10 @@ pin 15 timeout ${TTIME:-150} python -m pytest tests/test_cuda.py -k "not fairseq
 grep -E '^(FAILED|ERROR)|passed|failed' "$R/tests.log" | tail -5
 echo "[$(el)s] tests done"
 
-if [ "${FEATURE:-0}" = 1 ] && [ -d "$REPO/gpu/dd" ]; then
-  # issue 12, FEATURE=1: the demo drafter fine-tuned with and without the verifier's hidden states as extra input
+if [ "${FEATURE:-1}" = 1 ] && [ ! -d "$REPO/gpu/dtd" ] && [ -d "$REPO/gpu/dd" ]; then
+  # issue 12: the demo drafter fine-tuned with and without the verifier's hidden states as extra input
   # (docs/experiments/feature_drafter.py; on the CPU 200 updates showed no gain), on the GPU until END
-  DATA=$REPO/gpu/dd DEVICE=$DEV TRAIN_SECONDS=$(( END - $(el) - 60 )) pin 0-14 python docs/experiments/feature_drafter.py \
+  DATA=$REPO/gpu/dd DEVICE=$DEV TRAIN_SECONDS=$(( END - $(el) > 120 ? END - $(el) - 60 : 60 )) pin 0-14 python docs/experiments/feature_drafter.py \
     100000 500 4096 "$OUT/feature_drafter.json" > "$R/feature_drafter.out" 2>&1; echo "feature drafter rc $?"
   grep '^update' "$R/feature_drafter.out" | tail -4
 elif [ ! -d "$REPO/gpu/dtd" ] && [ -d "$REPO/gpu/dd" ]; then
