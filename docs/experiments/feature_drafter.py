@@ -60,6 +60,16 @@ torch.nn.init.zeros_(feature.decoder.feature_proj.weight)
 torch.nn.init.zeros_(feature.decoder.feature_proj.bias)
 
 original_embed_block = BlockDrafterDecoder.embed_block
+last_features = {}  # the glancing pass embeds the same prefix twice (first pass, then with glanced queries)
+
+
+def verifier_features(prefix, encoder_out):
+    """The frozen verifier's last decoder states (B, P, C_v) over ``prefix`` (B, P), reused for a repeated call."""
+    if last_features.get("encoder_out") is not encoder_out or not torch.equal(last_features["prefix"], prefix):
+        with torch.no_grad():
+            hidden, _ = verifier.decoder(prefix, encoder_out=encoder_out, features_only=True)
+        last_features.update(encoder_out=encoder_out, prefix=prefix, hidden=hidden)
+    return last_features["hidden"]
 
 
 def embed_block(self, tokens, prefix_lengths, query_start, encoder_out):
@@ -67,9 +77,7 @@ def embed_block(self, tokens, prefix_lengths, query_start, encoder_out):
     x = original_embed_block(self, tokens, prefix_lengths, query_start, encoder_out)
     if not hasattr(self, "feature_proj"):
         return x
-    prefix = tokens[:, :query_start]
-    with torch.no_grad():
-        hidden, _ = verifier.decoder(prefix, encoder_out=encoder_out, features_only=True)  # (B, P, C_v)
+    hidden = verifier_features(tokens[:, :query_start], encoder_out)
     shifted = torch.cat([hidden.new_zeros(hidden.size(0), 1, hidden.size(2)), hidden[:, :-1]], dim=1)
     added = torch.cat([self.feature_proj(shifted), x.new_zeros(x.size(0), x.size(1) - query_start, x.size(2))], 1)
     return x + added
@@ -116,16 +124,16 @@ step, epoch, start = 0, 1, time.time()
 while step < updates:
     for sample in batches("train", epoch, True):
         draw = criterion.draw_blocks(arms["plain"], sample)
+        criterion.draw_blocks = lambda *_: draw  # both arms train on the same blocks
         for name, model in arms.items():
             model.train()
             model.encoder.eval()
-            criterion.draw_blocks = lambda *_: draw
-            loss, sample_size, log = criterion(model, sample)
+            loss, sample_size, _ = criterion(model, sample)
             optimizers[name].zero_grad()
             (loss / sample_size).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizers[name].step()
-            del criterion.draw_blocks
+        del criterion.draw_blocks
         step += 1
         if time.time() - start > seconds:
             updates = step
