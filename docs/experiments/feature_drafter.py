@@ -1,13 +1,17 @@
-"""Does the verifier's hidden state help the block drafter?  (issue 12: EAGLE's idea on a block NAT drafter)
+"""Does the verifier's hidden state, or its distribution, help the block drafter?  (issue 12: EAGLE's and
+DistillSpec's ideas on a block NAT drafter)
 
-Two copies of the demo drafter are fine-tuned side by side on the same batches of the verifier's greedy
-distillation (glancing loss, ratio 0.3, Adam):
+Copies of the demo drafter are fine-tuned side by side on the same batches of the verifier's greedy
+distillation (glancing loss, ratio 0.3, Adam), the arms named in ARMS (default plain,feature):
   plain:   as shipped (the control: what more fine-tuning alone does);
   feature: each prefix column j's input embedding also gets W h_{j-1}, h the frozen verifier's last
            decoder state after reading token j-1 (teacher-forced, what the decoding core's
            ``Iteration.hidden`` gives a drafter for free); W (C_v -> C) starts at zero, so this arm
-           starts exactly at the shipped drafter.
-Every EVAL updates both are scored by ``simulate_specdec`` (lossless SpecDec's tokens per iteration at
+           starts exactly at the shipped drafter;
+  kl:      the shipped drafter, its loss (1 - KL_WEIGHT) * the glancing loss + KL_WEIGHT * KL(verifier || drafter)
+           at the same block positions: the verifier's whole next-token distribution after the greedy prefix
+           (teacher-forced) as a soft target instead of its argmax alone.
+Every EVAL updates all arms are scored by ``simulate_specdec`` (lossless SpecDec's tokens per iteration at
 k = 10 against the verifier's greedy translations of the valid set: a count, not a timing).
 
     RUNS=... [DATA=bin] [DEVICE=cuda] [TRAIN_SECONDS=N] python docs/experiments/feature_drafter.py UPDATES EVAL \
@@ -15,7 +19,7 @@ k = 10 against the verifier's greedy translations of the valid set: a count, not
 
 DATA: the binarized distillation (default $RUNS/multi30k/distilled/bin, recipes/distill.sh with the demo verifier as
 TEACHER); TRAIN_SECONDS: stop (and score both) after that many seconds of training even before UPDATES;
-PROJECTION_LR: W's learning rate (the drafter's own: 1e-4).
+PROJECTION_LR: W's learning rate (the drafter's own: 1e-4); KL_WEIGHT: the kl arm's weight (default 0.5).
 """
 import json
 import os
@@ -41,6 +45,8 @@ data = os.environ.get("DATA", f"{RUNS}/multi30k/distilled/bin")
 device = os.environ.get("DEVICE", "cpu")
 seconds = float(os.environ.get("TRAIN_SECONDS", "inf"))
 projection_lr = float(os.environ.get("PROJECTION_LR", "1e-4"))  # 1e-3: Adam's first step alone cost 0.024 (CPU run)
+arm_names = os.environ.get("ARMS", "plain,feature").split(",")
+kl_weight = float(os.environ.get("KL_WEIGHT", "0.5"))
 
 
 def load():
@@ -49,15 +55,17 @@ def load():
     return t.task, t.models[0], t.generator.drafter.model.to(device)
 
 
-task, verifier, plain = load()
-_, _, feature = load()
+task, verifier, first = load()
+arms = {arm_names[0]: first, **{name: load()[2] for name in arm_names[1:]}}
 for p in verifier.parameters():
     p.requires_grad_(False)
 verifier.eval()
-dim_v, dim_d = verifier.decoder.output_projection.weight.size(1), feature.decoder.embed_tokens.weight.size(1)
-feature.decoder.feature_proj = torch.nn.Linear(dim_v, dim_d).to(device)
-torch.nn.init.zeros_(feature.decoder.feature_proj.weight)
-torch.nn.init.zeros_(feature.decoder.feature_proj.bias)
+if "feature" in arms:
+    feature = arms["feature"]
+    dim_v, dim_d = verifier.decoder.output_projection.weight.size(1), feature.decoder.embed_tokens.weight.size(1)
+    feature.decoder.feature_proj = torch.nn.Linear(dim_v, dim_d).to(device)
+    torch.nn.init.zeros_(feature.decoder.feature_proj.weight)
+    torch.nn.init.zeros_(feature.decoder.feature_proj.bias)
 
 original_embed_block = BlockDrafterDecoder.embed_block
 last_features = {}  # the glancing pass embeds the same prefix twice (first pass, then with glanced queries)
@@ -98,13 +106,48 @@ def batches(split, epoch, shuffle):
 
 
 criterion = GlancingBlockLoss(task, 0.1, 0.3, 0.3, 0, 1, 0)
-arms = {"plain": plain, "feature": feature}
 optimizers = {}
 for name, model in arms.items():
     projection = [p for n, p in model.named_parameters() if n.startswith("decoder.feature_proj")]
     rest = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("decoder.feature_proj")]
     groups = [{"params": rest, "lr": 1e-4}] + ([{"params": projection, "lr": projection_lr}] if projection else [])
     optimizers[name] = torch.optim.Adam(groups, betas=(0.9, 0.98))
+
+
+def verifier_log_probs(sample):
+    """The frozen verifier's teacher-forced log-probs (B, T, V) over the sample's (greedy) targets."""
+    src = sample["net_input"]
+    with torch.no_grad():
+        out = verifier(src["src_tokens"], src["src_lengths"], src["prev_output_tokens"])
+        return verifier.get_normalized_probs(out, log_probs=True)
+
+
+def kl_loss(model, sample, draw):
+    """(1 - KL_WEIGHT) * the glancing loss + KL_WEIGHT * KL(verifier || drafter), summed over the loss's
+    block positions (gold column j of row b is target position p_b + j, p_b = prefix length - 1)."""
+    captured = {}
+
+    def forward(*args, **kwargs):
+        captured["out"] = type(model).forward(model, *args, **kwargs)
+        return captured["out"]
+    model.forward = forward
+    try:
+        loss, sample_size, logging_output = criterion(model, sample)
+    finally:
+        del model.forward
+    logits, extra = captured["out"]
+    _, prefix_lengths, gold, _ = draw
+    in_loss = gold.ne(criterion.padding_idx)
+    if extra["reveal"] is not None:
+        in_loss &= ~extra["reveal"]
+    teacher = verifier_log_probs(sample)  # (B, T, V)
+    positions = (prefix_lengths - 1).unsqueeze(1) + torch.arange(gold.size(1), device=gold.device)  # (B, k)
+    positions = positions.clamp(max=teacher.size(1) - 1)
+    assert torch.equal(sample["target"].gather(1, positions)[in_loss], gold[in_loss])
+    teacher = teacher.gather(1, positions.unsqueeze(-1).expand(-1, -1, teacher.size(2)))[in_loss]  # (N, V)
+    student = torch.log_softmax(logits.float(), dim=-1)[in_loss]
+    kl = (teacher.exp() * (teacher - student)).sum()
+    return (1 - kl_weight) * loss + kl_weight * kl, sample_size, logging_output
 
 
 def evaluate(model):
@@ -123,12 +166,12 @@ print("update 0", {n: round(c[-1][1], 3) for n, c in curve.items()}, flush=True)
 step, epoch, start = 0, 1, time.time()
 while step < updates:
     for sample in batches("train", epoch, True):
-        draw = criterion.draw_blocks(arms["plain"], sample)
+        draw = criterion.draw_blocks(next(iter(arms.values())), sample)
         criterion.draw_blocks = lambda *_: draw  # both arms train on the same blocks
         for name, model in arms.items():
             model.train()
             model.encoder.eval()
-            loss, sample_size, _ = criterion(model, sample)
+            loss, sample_size, _ = kl_loss(model, sample, draw) if name == "kl" else criterion(model, sample)
             optimizers[name].zero_grad()
             (loss / sample_size).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

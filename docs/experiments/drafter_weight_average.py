@@ -1,0 +1,77 @@
+"""Does averaging drafter weights help its drafts survive?  (issue 12: the drafter overfits its 29,000 sources)
+
+Scores drafter checkpoints of one verifier, and uniform averages of their weights, by ``simulate_specdec``
+(lossless SpecDec's tokens per iteration at k = 10 against the verifier's greedy translations of the valid
+set: a count, not a timing).  An average of nearby checkpoints of one run is what fairseq's
+``average_checkpoints`` / an EMA of the weights would ship.
+
+    RUNS=... [DATA=bin] python docs/experiments/drafter_weight_average.py NAME=CKPT[,CKPT...] ... [--out OUT.json]
+
+Each argument names one candidate: a checkpoint, or several joined by commas (their uniform average).
+DATA: the binarized greedy distillation (default $RUNS/multi30k/distilled/bin).
+"""
+import json
+import os
+import sys
+
+import torch
+
+torch.set_num_threads(1)
+from fairseq.tasks.translation import load_langpair_dataset
+
+from fairseq_plugins.api import Translator
+from fairseq_plugins.criterions.glancing_block_loss import simulate_specdec
+
+RUNS = os.environ.get("RUNS", "../runs")
+DATA = os.environ.get("DATA", f"{RUNS}/multi30k/distilled/bin")
+
+
+def averaged_weights(paths):
+    """The uniform average (float32) of the ``model`` state dicts at ``paths``."""
+    total = None
+    for path in paths:
+        weights = torch.load(path, map_location="cpu", weights_only=False)["model"]
+        if total is None:
+            total = {name: value.float().clone() for name, value in weights.items()}
+        else:
+            for name, value in weights.items():
+                total[name] += value.float()
+    return {name: value / len(paths) for name, value in total.items()}
+
+
+def tokens_per_iteration(task, model):
+    """Lossless SpecDec's tokens per iteration of ``model`` over the valid split."""
+    dataset = load_langpair_dataset(DATA, "valid", "en", task.source_dictionary, "de", task.target_dictionary,
+                                    combine=False, dataset_impl=None, upsample_primary=1, left_pad_source=True,
+                                    left_pad_target=False, max_source_positions=1000, max_target_positions=1000)
+    batches = task.get_batch_iterator(dataset, max_tokens=4096, seed=1, max_positions=(1000, 1000))
+    tokens = iterations = 0
+    with torch.no_grad():
+        for sample in batches.next_epoch_itr(shuffle=False):
+            src = sample["net_input"]
+            n, i = simulate_specdec(model, src["src_tokens"], src["src_lengths"], sample["target"],
+                                    task.target_dictionary.pad(), task.target_dictionary.eos())
+            tokens, iterations = tokens + n, iterations + i
+    return tokens / iterations
+
+
+def main(argv):
+    out_path = argv[argv.index("--out") + 1] if "--out" in argv else None
+    candidates = [a for a in argv if "=" in a]
+    translator = Translator.load("checkpoints/demo/verifier.pt", DATA, drafter="checkpoints/demo/drafter.pt",
+                                 decoding="specdec", source_lang="en", target_lang="de")
+    task, drafter = translator.task, translator.generator.drafter.model
+    drafter.eval()
+    results = {}
+    for candidate in candidates:
+        name, paths = candidate.split("=", 1)
+        current = drafter.state_dict()
+        drafter.load_state_dict({k: v.to(current[k].dtype) for k, v in averaged_weights(paths.split(",")).items()})
+        results[name] = tokens_per_iteration(task, drafter)
+        print(f"{name}: {results[name]:.3f} tokens per iteration", flush=True)
+    if out_path:
+        json.dump(results, open(out_path, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
