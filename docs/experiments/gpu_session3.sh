@@ -37,9 +37,10 @@ grep -E '^(FAILED|ERROR)|passed|failed' "$R/tests.log" | tail -5
 echo "[$(el)s] tests done"
 
 if [ "${FEATURE:-1}" = 1 ] && [ ! -d "$REPO/gpu/dtd" ] && [ -d "$REPO/gpu/dd" ]; then
-  # issue 12: the demo drafter fine-tuned with and without the verifier's hidden states as extra input
-  # (docs/experiments/feature_drafter.py; on the CPU 200 updates showed no gain), on the GPU until END
-  DATA=$REPO/gpu/dd DEVICE=$DEV TRAIN_SECONDS=$(( END - $(el) > 120 ? END - $(el) - 60 : 60 )) pin 0-14 python docs/experiments/feature_drafter.py \
+  # issue 12: the demo drafter fine-tuned as shipped, with the verifier's hidden states as extra input, and with
+  # the verifier's distribution as a KL target (docs/experiments/feature_drafter.py; on the CPU 200-300 updates
+  # showed no gain for either), on the GPU until END
+  ARMS=${ARMS:-plain,feature,kl} DATA=$REPO/gpu/dd DEVICE=$DEV TRAIN_SECONDS=$(( END - $(el) > 120 ? END - $(el) - 60 : 60 )) pin 0-14 python docs/experiments/feature_drafter.py \
     100000 500 4096 "$OUT/feature_drafter.json" > "$R/feature_drafter.out" 2>&1; echo "feature drafter rc $?"
   grep '^update' "$R/feature_drafter.out" | tail -4
 elif [ ! -d "$REPO/gpu/dtd" ] && [ -d "$REPO/gpu/dd" ]; then
