@@ -167,7 +167,7 @@ step, epoch, start = 0, 1, time.time()
 while step < updates:
     for sample in batches("train", epoch, True):
         draw = criterion.draw_blocks(next(iter(arms.values())), sample)
-        criterion.draw_blocks = lambda *_: draw  # both arms train on the same blocks
+        criterion.draw_blocks = lambda *_: draw  # all arms train on the same blocks
         for name, model in arms.items():
             model.train()
             model.encoder.eval()
