@@ -57,6 +57,7 @@ main() {
     EVAL_BLEU=0; KEEP_LAST_EPOCHS=3; SAVE_INTERVAL_UPDATES=0
   fi
   export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
+  if [ "$CPU" = 1 ]; then cpu_training_env; fi
   local world=$((NGPUS * NNODES))
   if [ -z "$UPDATE_FREQ" ]; then
     if [ -n "$PAPER_BATCH_TOKENS" ]; then UPDATE_FREQ=$(( (PAPER_BATCH_TOKENS + world * MAX_TOKENS - 1) / (world * MAX_TOKENS) ))

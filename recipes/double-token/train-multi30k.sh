@@ -75,6 +75,7 @@ main() {
   case $AUTOCAST in off | bf16) ;; *) die "AUTOCAST must be off|bf16" ;; esac
   [ "$AUTOCAST" = off ] || [ "$CPU" = 1 ] || die "AUTOCAST=$AUTOCAST is for CPU training (CPU=1); on a GPU use FP16=1"
   export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
+  if [ "$CPU" = 1 ]; then cpu_training_env; fi
   all_exist "$DATA/dict.$SRC.txt" "$DATA/dict.$TGT.txt" || die "no binarized data in DATA=$DATA (recipes/data/prepare-multi30k.sh)"
   if [ -n "$TRAIN_DATA" ]; then DATA=$(train_split_from "$TRAIN_DATA"); fi
   local order

@@ -16,6 +16,11 @@ USER_DIR=${USER_DIR:-$REPO/fairseq_plugins}
 set -E  # report where a recipe stops (set -e alone exits silently)
 trap 'rc=$?; echo "[$(date +%H:%M:%S)] FAILED (exit $rc) at ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND" >&2' ERR
 
+# cpu_training_env: settings for fairseq-train on a CPU.  oneDNN keeps a cache of compiled products (default
+# 1,024 entries); with it a Multi30k double-token trainer in bfloat16 autocast grew past 4 GB within 270 updates
+# (~6.5 GB after hours), with 16 entries it stayed at ~2 GB at the same words/s (docs/results.md)
+cpu_training_env() { export ONEDNN_PRIMITIVE_CACHE_CAPACITY=${ONEDNN_PRIMITIVE_CACHE_CAPACITY:-16}; }
+
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
