@@ -42,9 +42,7 @@ main() {
   EVAL_BPE=${EVAL_BPE:-sentencepiece}          # how to undo subwords for --eval-bleu (sentencepiece|subword_nmt)
   # hardware
   CPU=${CPU:-0}; FP16=${FP16:-1}; THREADS=${THREADS:-1}
-  # data-loading processes; on a CPU none (a worker adds no compute beside a one-thread trainer, and the valid
-  # iterator's worker, forked once the trainer has grown, keeps a private copy of its memory)
-  if [ "$CPU" = 1 ]; then NUM_WORKERS=${NUM_WORKERS:-0}; else NUM_WORKERS=${NUM_WORKERS:-1}; fi
+  NUM_WORKERS=${NUM_WORKERS:-$(default_num_workers)}
   LAUNCHER=${LAUNCHER:-local}; NNODES=${NNODES:-1}; NODE_RANK=${NODE_RANK:-0}
   NGPUS=${NGPUS:-$([ "$CPU" = 1 ] && echo 1 || "$PYTHON" -c 'import torch; print(max(1, torch.cuda.device_count()))')}  # per node
   MASTER_ADDR=${MASTER_ADDR:-127.0.0.1}; MASTER_PORT=${MASTER_PORT:-29500}

@@ -57,10 +57,7 @@ main() {
   MAX_LEN=${MAX_LEN:---max-len-a 1.2 --max-len-b 10}   # output length limit (as recipes/multi30k-cpu.sh)
   REMOVE_BPE=${REMOVE_BPE:-sentencepiece}      # none: the data has no subwords
   # hardware
-  CPU=${CPU:-1}; FP16=${FP16:-0}; THREADS=${THREADS:-1}
-  # data-loading processes; on a CPU none: a worker adds no compute on the trainer's own core, and the valid
-  # iterator's worker, forked once the trainer has grown, keeps a private copy of it (~2.8 GB each here)
-  if [ "$CPU" = 1 ]; then NUM_WORKERS=${NUM_WORKERS:-0}; else NUM_WORKERS=${NUM_WORKERS:-1}; fi
+  CPU=${CPU:-1}; FP16=${FP16:-0}; THREADS=${THREADS:-1}; NUM_WORKERS=${NUM_WORKERS:-$(default_num_workers)}
   AUTOCAST=${AUTOCAST:-off}                    # bf16: train with --cpu-autocast bf16 (CPU only, ~2x the words/s)
 
   if [ "$DRY_RUN" = 1 ]; then   # tiny model, a few updates, CPU

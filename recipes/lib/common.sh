@@ -21,6 +21,11 @@ trap 'rc=$?; echo "[$(date +%H:%M:%S)] FAILED (exit $rc) at ${BASH_SOURCE[0]}:$L
 # (~6.5 GB after hours), with 16 entries it stayed at ~2 GB at the same words/s (docs/results.md)
 cpu_training_env() { export ONEDNN_PRIMITIVE_CACHE_CAPACITY=${ONEDNN_PRIMITIVE_CACHE_CAPACITY:-16}; }
 
+# default_num_workers: fairseq-train's data-loading processes, none on a CPU (CPU=1): a worker adds no compute
+# beside a one-thread trainer, and the valid iterator's worker, forked once the trainer has grown, keeps a private
+# copy of its memory (~2.8 GB for a double-token trainer); one on a GPU
+default_num_workers() { if [ "${CPU:-0}" = 1 ]; then echo 0; else echo 1; fi; }
+
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
