@@ -21,22 +21,10 @@ from fairseq.tasks.translation import load_langpair_dataset
 
 from fairseq_plugins.api import Translator
 from fairseq_plugins.criterions.glancing_block_loss import simulate_specdec
+from fairseq_plugins.scripts.average_checkpoints import average_checkpoints
 
 RUNS = os.environ.get("RUNS", "../runs")
 DATA = os.environ.get("DATA", f"{RUNS}/multi30k/distilled/bin")
-
-
-def averaged_weights(paths):
-    """The uniform average (float32) of the ``model`` state dicts at ``paths``."""
-    total = None
-    for path in paths:
-        weights = torch.load(path, map_location="cpu", weights_only=False)["model"]
-        if total is None:
-            total = {name: value.float().clone() for name, value in weights.items()}
-        else:
-            for name, value in weights.items():
-                total[name] += value.float()
-    return {name: value / len(paths) for name, value in total.items()}
 
 
 def tokens_per_iteration(task, model):
@@ -66,7 +54,8 @@ def main(argv):
     for candidate in candidates:
         name, paths = candidate.split("=", 1)
         current = drafter.state_dict()
-        drafter.load_state_dict({k: v.to(current[k].dtype) for k, v in averaged_weights(paths.split(",")).items()})
+        averaged = average_checkpoints(paths.split(","))["model"]  # in the first checkpoint's dtype
+        drafter.load_state_dict({k: v.to(current[k].dtype) for k, v in averaged.items()})
         results[name] = tokens_per_iteration(task, drafter)
         print(f"{name}: {results[name]:.3f} tokens per iteration", flush=True)
     if out_path:
