@@ -284,3 +284,22 @@ def patch_utils(module):
 
     clip_grad_norm_.__wrapped__ = original
     module.clip_grad_norm_ = clip_grad_norm_
+
+
+# -- several training sets in one data folder ------------------------------------------------
+
+def patch_translation(module):
+    """fairseq 0.12's ``--upsample-primary`` defaults to -1 (its docs say 1), which
+    ``load_langpair_dataset`` hands to ``ConcatDataset`` as the first set's sample ratio: any data
+    folder with a second training set (``train1``, e.g. more distilled sources beside the first)
+    failed with "negative dimensions are not allowed" (facebookresearch/fairseq#3644).  A ratio
+    below 1 now means no upsampling."""
+    original = module.load_langpair_dataset
+
+    def load_langpair_dataset(*args, **kwargs):
+        if kwargs.get("upsample_primary", 1) < 1:
+            kwargs["upsample_primary"] = 1
+        return original(*args, **kwargs)
+
+    load_langpair_dataset.__wrapped__ = original
+    module.load_langpair_dataset = load_langpair_dataset

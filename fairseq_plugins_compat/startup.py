@@ -151,6 +151,7 @@ def install():
                 "fairseq.checkpoint_utils": _run_patch("patch_checkpoint_utils"),
                 "fairseq.utils": _run_patch("patch_utils"),
                 "fairseq.trainer": _run_patch("patch_trainer"),
+                "fairseq.tasks.translation": _run_patch("patch_translation"),
                 "fairseq.modules.transformer_layer": _run_patch("patch_transformer_layer"),
                 "fairseq.models.distributed_fairseq_model": _run_patch("patch_distributed_model"),
                 "fairseq.distributed.utils": _run_patch("patch_distributed_utils"),

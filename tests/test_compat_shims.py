@@ -335,3 +335,21 @@ def test_patience_counts_across_a_resume(reverse_data, tmp_path):
     log = resumed.stdout + resumed.stderr
     assert "early stop since valid performance hasn't improved for last 2 runs" in log
     assert re.findall(r"\| valid \| epoch (\d+)", log) == ["003"]
+
+
+# -- 8. a second training set (train1) with fairseq's default --upsample-primary ----------------
+
+def test_a_second_training_set_loads_with_the_default_upsample_primary(reverse_data, tmp_path):
+    from fairseq import options, tasks
+
+    for f in reverse_data.iterdir():
+        os.symlink(f, tmp_path / f.name)
+        if f.name.startswith("train."):
+            os.symlink(f, tmp_path / f.name.replace("train.", "train1.", 1))
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        str(tmp_path), "--task", "translation", "--arch", "transformer", "-s", "src", "-t", "tgt"])
+    assert args.upsample_primary == -1  # fairseq 0.12's default, which ConcatDataset cannot take
+    task = tasks.setup_task(args)
+    task.load_dataset("train", combine=True)
+    task.load_dataset("valid", combine=True)
+    assert len(task.datasets["train"]) == 2 * 600 and len(task.datasets["valid"]) == 40
