@@ -9,8 +9,10 @@
 #             (e.g. $RUNS/multi30k/distilled-single-beam5/bin); without it gpu_session3.sh skips that training
 #   gpu/dd    the verifier's greedy distillation (train and valid) for the drafter, when DRAFTER_DATA names its
 #             binarized dir (recipes/distill.sh with TEACHER=checkpoints/demo/verifier.pt: $RUNS/multi30k/distilled/bin)
+#   gpu/dda   that distillation plus more sources as train1, when AUG_DATA names its binarized dir (README of
+#             docs/experiments/augment_sources.py: $RUNS/multi30k/aug/bin; symbolic links are copied as files)
 # Both are ignored (.git/info/exclude); ~15 MB of wheels + ~5 MB of data, within the carry limit of 64 MiB.
-#   RUNS=/work/runs [DISTILLED=...] [DRAFTER_DATA=...] bash docs/experiments/gpu_prepare.sh
+#   RUNS=/work/runs [DISTILLED=...] [DRAFTER_DATA=...] [AUG_DATA=...] bash docs/experiments/gpu_prepare.sh
 set -euo pipefail
 RUNS=${RUNS:-../runs}
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || printf '/.whl/\n/gpu/\n' >> .git/info/exclude
@@ -33,5 +35,8 @@ if [ -n "${DISTILLED:-}" ]; then
 fi
 if [ -n "${DRAFTER_DATA:-}" ]; then
   rm -rf gpu/dd && mkdir gpu/dd && cp "$DRAFTER_DATA"/train.* "$DRAFTER_DATA"/valid.* "$DRAFTER_DATA"/dict.* gpu/dd/
+fi
+if [ -n "${AUG_DATA:-}" ]; then
+  rm -rf gpu/dda && mkdir gpu/dda && cp -L "$AUG_DATA"/train.* "$AUG_DATA"/train1.* "$AUG_DATA"/valid.* "$AUG_DATA"/dict.* gpu/dda/
 fi
 du -sh .whl gpu; ls .whl
