@@ -37,6 +37,10 @@ main() {
   NUM_SHARDS=${NUM_SHARDS:-1}; CHUNK_SIZE=${CHUNK_SIZE:-1000}
   REFERENCE_FALLBACK=${REFERENCE_FALLBACK:-1}  # 1: untranslatable lines keep their reference; 0: empty
   WORKERS=${WORKERS:-1}                        # fairseq-preprocess workers
+  # more sources: N passes of context-matched word substitutions over the training sources
+  # (fairseq_plugins.scripts.augment_sources), translated by the teacher, binarized as train1 (fairseq-train
+  # reads train and train1 together); 0: none. A drafter overfits its sources: docs/results.md
+  MORE_SOURCES=${MORE_SOURCES:-0}
 
   local text=$OUT/text bin=$OUT/bin t
   mkdir -p "$text"
@@ -44,6 +48,7 @@ main() {
            "$TEACHER_DATA/dict.$SRC.txt" "$TEACHER_DATA/dict.$TGT.txt"; do
     [ -s "$f" ] || die "missing $f"
   done
+  [[ "$MORE_SOURCES" =~ ^[0-9]+$ ]] || die "MORE_SOURCES must be a number of passes (0: none), not '$MORE_SOURCES'"
   read -r -a teachers <<< "$TEACHER"
   for t in "${teachers[@]}"; do [ -s "$t" ] || die "missing teacher checkpoint $t"; done
 
@@ -53,6 +58,20 @@ main() {
   local n_src n_tgt
   n_src=$(wc -l < "$text/$TRAIN.$SRC"); n_tgt=$(wc -l < "$text/$TRAIN.$TGT")
   [ "$n_src" = "$n_tgt" ] || die "distilled corpus is misaligned: $n_src source lines, $n_tgt target lines"
+
+  # 1b. the teacher's translations of more sources (MORE_SOURCES)
+  local more=$MORE_SOURCES more_prefix=$text/more-$MORE_SOURCES
+  if [ "$more" -gt 0 ]; then
+    if ! all_exist "$more_prefix.$SRC"; then
+      "$PYTHON" -m fairseq_plugins.scripts.augment_sources "$text/$TRAIN.$SRC" "$more_prefix.$SRC" --copies "$more"
+    fi
+    if [ -s "$more_prefix.$SRC" ]; then
+      distill_file "$more_prefix.$SRC" "$more_prefix.$TGT"
+    else
+      log "MORE_SOURCES: no word of the training sources has another word seen between its neighbours: no train1"
+      more=0
+    fi
+  fi
 
   # 2. test keeps its references; valid too unless DISTILL_VALID=1 (then: teacher translations)
   local split lang
@@ -74,22 +93,35 @@ main() {
   rm -rf "$bin"
   fairseq-preprocess --source-lang "$SRC" --target-lang "$TGT" "${prefs[@]}" --destdir "$bin" \
     --srcdict "$VERIFIER_DATA/dict.$SRC.txt" --tgtdict "$VERIFIER_DATA/dict.$TGT.txt" --workers "$WORKERS"
+  if [ "$more" -gt 0 ]; then
+    fairseq-preprocess --source-lang "$SRC" --target-lang "$TGT" --trainpref "$more_prefix" --destdir "$bin/more" \
+      --srcdict "$VERIFIER_DATA/dict.$SRC.txt" --tgtdict "$VERIFIER_DATA/dict.$TGT.txt" --workers "$WORKERS"
+    for t in "$bin"/more/train.*; do mv "$t" "$bin/train1.${t##*/train.}"; done
+    rm -rf "$bin/more"
+    log "more sources: $(wc -l < "$more_prefix.$TGT") training pairs as train1 in $bin"
+  fi
   log "distilled corpus: $bin ($n_tgt training pairs; untranslated lines: $text/$TRAIN.$TGT.report.tsv)"
 }
-# distill_split SPLIT OUTPUT: the teacher's translations of $RAW/SPLIT.$SRC into OUTPUT
-# (skipped when OUTPUT exists; an interrupted run resumes its finished chunks)
+# distill_split SPLIT OUTPUT: the teacher's translations of $RAW/SPLIT.$SRC into OUTPUT, untranslatable lines
+# keeping their reference with REFERENCE_FALLBACK=1
 distill_split() {
-  local split=$1 output=$2
+  local reference=()
+  if [ "$REFERENCE_FALLBACK" = 1 ]; then reference=(--reference "$RAW/$1.$TGT"); fi
+  distill_file "$RAW/$1.$SRC" "$2" "${reference[@]}"
+}
+# distill_file INPUT OUTPUT [--reference REF]: the teacher's translations of INPUT into OUTPUT
+# (skipped when OUTPUT exists; an interrupted run resumes its finished chunks)
+distill_file() {
+  local input=$1 output=$2; shift 2
   if all_exist "$output"; then log "distilled targets exist: $output"; return; fi
-  local -a opts=(--input "$RAW/$split.$SRC" --output "$output" --data "$TEACHER_DATA"
+  local -a opts=(--input "$input" --output "$output" --data "$TEACHER_DATA"
     --beam "$BEAM" --lenpen "$LENPEN" --max-len-a "$MAX_LEN_A" --max-len-b "$MAX_LEN_B"
     --max-tokens "$MAX_TOKENS" --batch-size "$BATCH_SIZE" --device "$DEVICE"
     --num-shards "$NUM_SHARDS" --chunk-size "$CHUNK_SIZE" --teacher "${teachers[@]}")
   if [ -n "$TEACHER_USER_DIR" ]; then opts+=(--user-dir "$TEACHER_USER_DIR"); fi
   if [ -n "$MAX_SOURCE_LEN" ]; then opts+=(--max-source-len "$MAX_SOURCE_LEN"); fi
   if [ "$FP16" = 1 ]; then opts+=(--fp16); fi
-  if [ "$REFERENCE_FALLBACK" = 1 ]; then opts+=(--reference "$RAW/$split.$TGT"); fi
-  log "distilling $RAW/$split.$SRC with $TEACHER (beam $BEAM, $NUM_SHARDS shard(s))"
-  "$PYTHON" -m fairseq_plugins.distill "${opts[@]}"
+  log "distilling $input with $TEACHER (beam $BEAM, $NUM_SHARDS shard(s))"
+  "$PYTHON" -m fairseq_plugins.distill "${opts[@]}" "$@"
 }
 main "$@"

@@ -198,3 +198,35 @@ def test_recipe_missing_teacher_dictionary_is_one_line(reverse_data, tiny_checkp
     assert proc.returncode != 0
     assert f"ERROR: missing {tmp_path / 'nowhere'}/dict.src.txt" in proc.stdout
     assert "Traceback" not in proc.stdout
+
+
+@pytest.mark.slow
+def test_recipe_more_sources_are_translated_and_binarized_as_train1(reverse_data, tiny_checkpoint, tmp_path):
+    small = recipe_inputs(reverse_data, tmp_path)
+    patterned = [f"w1 w{i} w2 w3" for i in range(4, 10)]  # one context, six words seen in it
+    for lang in ("src", "tgt"):
+        with open(small / f"train.{lang}", "a") as f:
+            f.write("\n".join(patterned) + "\n")
+    env = {"TEACHER": str(tiny_checkpoint), "RAW": str(small), "SRC": "src", "TGT": "tgt", "DEVICE": "cpu",
+           "VERIFIER_DATA": str(reverse_data), "OUT": str(tmp_path / "out"), "CHUNK_SIZE": "8",
+           "PYTHON": sys.executable, "MORE_SOURCES": "2", "MAX_LEN_A": "0", "MAX_LEN_B": "60"}
+    proc = run_recipe(env, tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    text, bin_dir = tmp_path / "out" / "text", tmp_path / "out" / "bin"
+    more_sources = (text / "more-2.src").read_text().splitlines()
+    assert len(more_sources) >= 4 and not set(more_sources) & set((small / "train.src").read_text().splitlines())
+    translator = distill.Translator([str(tiny_checkpoint)], distill.get_parser().parse_args(
+        ["--teacher", "t", "--input", "i", "--output", "o", "--device", "cpu", "--beam", "1",
+         "--max-len-a", "0", "--max-len-b", "60"]))  # as the recipe below: not the batch's source length
+    assert (text / "more-2.tgt").read_text().splitlines() == translator.translate(more_sources)
+    from fairseq import options, tasks
+
+    task = tasks.setup_task(options.parse_args_and_arch(options.get_training_parser(), [
+        str(bin_dir), "--task", "translation", "--arch", "transformer", "-s", "src", "-t", "tgt"]))
+    task.load_dataset("train", combine=True)
+    assert len(task.datasets["train"]) == 36 + len(more_sources)
+    assert not (bin_dir / "more").exists()
+
+    bad = run_recipe({**env, "MORE_SOURCES": "two", "OUT": str(tmp_path / "bad")}, tmp_path)
+    assert bad.returncode != 0 and "ERROR: MORE_SOURCES must be a number of passes" in bad.stdout
+    assert "Traceback" not in bad.stdout

@@ -10,7 +10,7 @@
 #   gpu/dd    the verifier's greedy distillation (train and valid) for the drafter, when DRAFTER_DATA names its
 #             binarized dir (recipes/distill.sh with TEACHER=checkpoints/demo/verifier.pt: $RUNS/multi30k/distilled/bin)
 #   gpu/dda   that distillation plus more sources as train1, when AUG_DATA names its binarized dir (README of
-#             docs/experiments/augment_sources.py: $RUNS/multi30k/aug/bin; symbolic links are copied as files)
+#             recipes/distill.sh with MORE_SOURCES=2: its bin, or $RUNS/multi30k/aug/bin; links are copied as files)
 # Both are ignored (.git/info/exclude); ~15 MB of wheels + ~5 MB of data, within the carry limit of 64 MiB.
 #   RUNS=/work/runs [DISTILLED=...] [DRAFTER_DATA=...] [AUG_DATA=...] bash docs/experiments/gpu_prepare.sh
 set -euo pipefail

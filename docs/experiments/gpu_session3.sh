@@ -38,7 +38,7 @@ echo "[$(el)s] tests done"
 
 if [ "${SOURCES:-1}" = 1 ] && [ ! -d "$REPO/gpu/dtd" ] && [ -d "$REPO/gpu/dda" ]; then
   # issue 12: the demo drafter drafts 4.03 tokens per iteration on its training sources and 3.22 on test2016: more
-  # sources (docs/experiments/augment_sources.py, the verifier's greedy translations of 57,543 context-matched
+  # sources (recipes/distill.sh MORE_SOURCES=2, the verifier's greedy translations of 57,543 context-matched
   # substitutions of the training sources, as train1 beside the first distillation) were the first CPU fine-tune that
   # rose (valid 3.282 -> 3.336 in 700 updates; the same fine-tune on the first distillation alone 3.248 at 560).
   # Here: both side by side for the same time, valid spec_tokens_per_iter every 560 updates
