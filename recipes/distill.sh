@@ -63,7 +63,8 @@ main() {
   local more=$MORE_SOURCES more_prefix=$text/more-$MORE_SOURCES
   if [ "$more" -gt 0 ]; then
     if ! all_exist "$more_prefix.$SRC"; then
-      "$PYTHON" -m fairseq_plugins.scripts.augment_sources "$text/$TRAIN.$SRC" "$more_prefix.$SRC" --copies "$more"
+      "$PYTHON" -m fairseq_plugins.scripts.augment_sources "$text/$TRAIN.$SRC" "$more_prefix.$SRC.part" --copies "$more"
+      mv "$more_prefix.$SRC.part" "$more_prefix.$SRC"
     fi
     if [ -s "$more_prefix.$SRC" ]; then
       distill_file "$more_prefix.$SRC" "$more_prefix.$TGT"
