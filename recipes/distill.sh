@@ -60,17 +60,17 @@ main() {
   [ "$n_src" = "$n_tgt" ] || die "distilled corpus is misaligned: $n_src source lines, $n_tgt target lines"
 
   # 1b. the teacher's translations of more sources (MORE_SOURCES)
-  local more=$MORE_SOURCES more_prefix=$text/more-$MORE_SOURCES
-  if [ "$more" -gt 0 ]; then
+  local more_prefix=$text/more-$MORE_SOURCES   # its .$TGT, when not empty, becomes train1
+  if [ "$MORE_SOURCES" -gt 0 ]; then
     if ! all_exist "$more_prefix.$SRC"; then
-      "$PYTHON" -m fairseq_plugins.scripts.augment_sources "$text/$TRAIN.$SRC" "$more_prefix.$SRC.part" --copies "$more"
+      "$PYTHON" -m fairseq_plugins.scripts.augment_sources "$text/$TRAIN.$SRC" "$more_prefix.$SRC.part" \
+        --copies "$MORE_SOURCES"
       mv "$more_prefix.$SRC.part" "$more_prefix.$SRC"
     fi
     if [ -s "$more_prefix.$SRC" ]; then
       distill_file "$more_prefix.$SRC" "$more_prefix.$TGT"
     else
       log "MORE_SOURCES: no word of the training sources has another word seen between its neighbours: no train1"
-      more=0
     fi
   fi
 
@@ -92,16 +92,20 @@ main() {
   if [ -s "$text/$VALID.$SRC" ]; then prefs+=(--validpref "$text/$VALID"); fi
   if [ -s "$text/$TEST.$SRC" ]; then prefs+=(--testpref "$text/$TEST"); fi
   rm -rf "$bin"
-  fairseq-preprocess --source-lang "$SRC" --target-lang "$TGT" "${prefs[@]}" --destdir "$bin" \
-    --srcdict "$VERIFIER_DATA/dict.$SRC.txt" --tgtdict "$VERIFIER_DATA/dict.$TGT.txt" --workers "$WORKERS"
-  if [ "$more" -gt 0 ]; then
-    fairseq-preprocess --source-lang "$SRC" --target-lang "$TGT" --trainpref "$more_prefix" --destdir "$bin/more" \
-      --srcdict "$VERIFIER_DATA/dict.$SRC.txt" --tgtdict "$VERIFIER_DATA/dict.$TGT.txt" --workers "$WORKERS"
+  binarize "$bin" "${prefs[@]}"
+  if [ -s "$more_prefix.$TGT" ]; then
+    binarize "$bin/more" --trainpref "$more_prefix"
     for t in "$bin"/more/train.*; do mv "$t" "$bin/train1.${t##*/train.}"; done
     rm -rf "$bin/more"
     log "more sources: $(wc -l < "$more_prefix.$TGT") training pairs as train1 in $bin"
   fi
   log "distilled corpus: $bin ($n_tgt training pairs; untranslated lines: $text/$TRAIN.$TGT.report.tsv)"
+}
+# binarize DESTDIR PREF_OPTIONS...: fairseq-preprocess with the verifier's dictionaries
+binarize() {
+  local destdir=$1; shift
+  fairseq-preprocess --source-lang "$SRC" --target-lang "$TGT" "$@" --destdir "$destdir" \
+    --srcdict "$VERIFIER_DATA/dict.$SRC.txt" --tgtdict "$VERIFIER_DATA/dict.$TGT.txt" --workers "$WORKERS"
 }
 # distill_split SPLIT OUTPUT: the teacher's translations of $RAW/SPLIT.$SRC into OUTPUT, untranslatable lines
 # keeping their reference with REFERENCE_FALLBACK=1

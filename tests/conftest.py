@@ -99,6 +99,14 @@ def train(data_dir, save_dir, max_update=60, extra=()):
     return Path(save_dir) / "checkpoint_last.pt"
 
 
+def translation_task(data_dir, src="src", tgt="tgt"):
+    """fairseq-train's ``translation`` task on ``data_dir``, every option at fairseq's default."""
+    from fairseq import options, tasks
+
+    return tasks.setup_task(options.parse_args_and_arch(options.get_training_parser(), [
+        str(data_dir), "--task", "translation", "--arch", "transformer", "-s", src, "-t", tgt]))
+
+
 @pytest.fixture(scope="session")
 def reverse_data(tmp_path_factory):
     """Binarized synthetic reverse-task corpus (joined dictionary)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from conftest import translation_task
 from fairseq_plugins_compat import checkpoint_loading, patches, score, startup
 from fairseq_plugins_compat.checkpoint_loading import CheckpointError, UnsafeCheckpointError
 
@@ -340,16 +341,12 @@ def test_patience_counts_across_a_resume(reverse_data, tmp_path):
 # -- 8. a second training set (train1) with fairseq's default --upsample-primary ----------------
 
 def test_a_second_training_set_loads_with_the_default_upsample_primary(reverse_data, tmp_path):
-    from fairseq import options, tasks
-
     for f in reverse_data.iterdir():
         os.symlink(f, tmp_path / f.name)
         if f.name.startswith("train."):
             os.symlink(f, tmp_path / f.name.replace("train.", "train1.", 1))
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        str(tmp_path), "--task", "translation", "--arch", "transformer", "-s", "src", "-t", "tgt"])
-    assert args.upsample_primary == -1  # fairseq 0.12's default, which ConcatDataset cannot take
-    task = tasks.setup_task(args)
+    task = translation_task(tmp_path)
+    assert task.cfg.upsample_primary == -1  # fairseq 0.12's default, which ConcatDataset cannot take
     task.load_dataset("train", combine=True)
     task.load_dataset("valid", combine=True)
     assert len(task.datasets["train"]) == 2 * 600 and len(task.datasets["valid"]) == 40

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, translation_task
 from fairseq_plugins import distill
 from fairseq_plugins_compat.errors import PluginError
 
@@ -219,10 +219,7 @@ def test_recipe_more_sources_are_translated_and_binarized_as_train1(reverse_data
         ["--teacher", "t", "--input", "i", "--output", "o", "--device", "cpu", "--beam", "1",
          "--max-len-a", "0", "--max-len-b", "60"]))  # as the recipe below: not the batch's source length
     assert (text / "more-2.tgt").read_text().splitlines() == translator.translate(more_sources)
-    from fairseq import options, tasks
-
-    task = tasks.setup_task(options.parse_args_and_arch(options.get_training_parser(), [
-        str(bin_dir), "--task", "translation", "--arch", "transformer", "-s", "src", "-t", "tgt"]))
+    task = translation_task(bin_dir)
     task.load_dataset("train", combine=True)
     assert len(task.datasets["train"]) == 36 + len(more_sources)
     assert not (bin_dir / "more").exists()

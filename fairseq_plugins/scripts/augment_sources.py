@@ -37,6 +37,11 @@ def words_of(line: str) -> List[Word]:
     return [tuple(word) for word in words]
 
 
+def line_of(words: List[Word]) -> str:
+    """The line of ``words``, tokens separated by spaces (the inverse of :func:`words_of`)."""
+    return " ".join(token for word in words for token in word)
+
+
 def context_index(sentences: Sequence[List[Word]]) -> Dict[Tuple[Word, Word], collections.Counter]:
     """(left word, right word) -> Counter of the words seen between them."""
     index: Dict[Tuple[Word, Word], collections.Counter] = collections.defaultdict(collections.Counter)
@@ -72,12 +77,12 @@ def augment(lines: Sequence[str], copies: int = 2, seed: int = 1, max_substituti
     rng = random.Random(seed)
     sentences = [words_of(line) for line in lines]
     index = context_index(sentences)
-    seen = {" ".join(token for word in words for token in word) for words in sentences}
+    seen = {line_of(words) for words in sentences}
     new = []
     for _ in range(copies):
         for words in sentences:
             changed = substitute(words, index, rng, max_substitutions)
-            line = " ".join(token for word in changed for token in word) if changed else None
+            line = line_of(changed) if changed else None
             if line and line not in seen:
                 seen.add(line)
                 new.append(line)
