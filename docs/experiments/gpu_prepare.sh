@@ -9,8 +9,9 @@
 #             (e.g. $RUNS/multi30k/distilled-single-beam5/bin); without it gpu_session3.sh skips that training
 #   gpu/dd    the verifier's greedy distillation (train and valid) for the drafter, when DRAFTER_DATA names its
 #             binarized dir (recipes/distill.sh with TEACHER=checkpoints/demo/verifier.pt: $RUNS/multi30k/distilled/bin)
-#   gpu/dda   that distillation plus more sources as train1, when AUG_DATA names its binarized dir (README of
-#             recipes/distill.sh with MORE_SOURCES=2: its bin, or $RUNS/multi30k/aug/bin; links are copied as files)
+#   gpu/dda   that distillation plus more sources as train1 (train2, ...), when AUG_DATA names its binarized dir
+#             (recipes/distill.sh with MORE_SOURCES=2: its bin, or $RUNS/multi30k/aug/bin; $RUNS/multi30k/aug/bin2
+#             adds train2, 110,720 more; links are copied as files)
 # Both are ignored (.git/info/exclude); ~15 MB of wheels + ~5 MB of data, within the carry limit of 64 MiB.
 #   RUNS=/work/runs [DISTILLED=...] [DRAFTER_DATA=...] [AUG_DATA=...] bash docs/experiments/gpu_prepare.sh
 set -euo pipefail
@@ -37,6 +38,6 @@ if [ -n "${DRAFTER_DATA:-}" ]; then
   rm -rf gpu/dd && mkdir gpu/dd && cp "$DRAFTER_DATA"/train.* "$DRAFTER_DATA"/valid.* "$DRAFTER_DATA"/dict.* gpu/dd/
 fi
 if [ -n "${AUG_DATA:-}" ]; then
-  rm -rf gpu/dda && mkdir gpu/dda && cp -L "$AUG_DATA"/train.* "$AUG_DATA"/train1.* "$AUG_DATA"/valid.* "$AUG_DATA"/dict.* gpu/dda/
+  rm -rf gpu/dda && mkdir gpu/dda && cp -L "$AUG_DATA"/train*.* "$AUG_DATA"/valid.* "$AUG_DATA"/dict.* gpu/dda/
 fi
 du -sh .whl gpu; ls .whl

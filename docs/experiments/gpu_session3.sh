@@ -37,11 +37,12 @@ grep -E '^(FAILED|ERROR)|passed|failed' "$R/tests.log" | tail -5
 echo "[$(el)s] tests done"
 
 if [ "${SOURCES:-1}" = 1 ] && [ ! -d "$REPO/gpu/dtd" ] && [ -d "$REPO/gpu/dda" ]; then
-  # issue 12: the demo drafter drafts 4.03 tokens per iteration on its training sources and 3.22 on test2016: more
-  # sources (recipes/distill.sh MORE_SOURCES=2, the verifier's greedy translations of 57,543 context-matched
-  # substitutions of the training sources, as train1 beside the first distillation) were the first CPU fine-tune that
-  # rose (valid 3.282 -> 3.336 in 700 updates; the same fine-tune on the first distillation alone 3.248 at 560).
-  # Here: both side by side for the same time, valid spec_tokens_per_iter every 560 updates
+  # issue 12: the drafter overfits its 29,000 sources (4.03 tokens per iteration on them, 3.22 on test2016); more
+  # sources (recipes/distill.sh MORE_SOURCES=N, the verifier's greedy translations of context-matched substitutions
+  # of the training sources, as train1, train2 beside the first distillation) were the first CPU fine-tune that
+  # rose (valid 3.282 -> 3.384, test2016 3.22 -> 3.37: today's demo drafter, trained on 57,543 of them; gpu/dda
+  # from $RUNS/multi30k/aug/bin2 holds 168,263). Here: the demo drafter on the first distillation alone and on all
+  # sources, side by side for the same time, valid spec_tokens_per_iter every 560 updates
   STOP=$(python -c "print(round(max(60, $END - $(el) - 40) / 3600, 4))")
   export RUNS=$R
   for arm in dd dda; do
