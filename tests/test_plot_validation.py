@@ -26,11 +26,17 @@ def test_points_are_read_from_validation_lines_only(tmp_path):
     assert read_points(log, "bleu") == []
 
 
-def test_a_resumed_run_joins_its_logs_and_the_later_epoch_wins(tmp_path):
+def test_a_resumed_run_joins_its_logs_and_the_later_log_wins(tmp_path):
     first = write_log(tmp_path / "first.log", [(1, 140, 1.3), (2, 280, 1.6), (3, 420, 1.7)])
     resumed = write_log(tmp_path / "resumed.log", [(3, 420, 1.8), (4, 560, 2.0)])
     curves = collect([first, resumed], ["drafter", "drafter"], "spec_tokens_per_iter")
     assert curves == {"drafter": [(1, 140, 1.3), (2, 280, 1.6), (3, 420, 1.8), (4, 560, 2.0)]}
+
+
+def test_every_validation_of_an_epoch_is_kept(tmp_path):
+    log = write_log(tmp_path / "a.log", [(1, 140, 1.3), (1, 280, 1.5), (1, 386, 1.4), (2, 420, 1.6)])
+    curves = collect([log], ["drafter"], "spec_tokens_per_iter")
+    assert curves == {"drafter": [(1, 140, 1.3), (1, 280, 1.5), (1, 386, 1.4), (2, 420, 1.6)]}
 
 
 def test_png_is_written(tmp_path, capsys):

@@ -37,13 +37,14 @@ def _pair(item: str) -> Tuple[str, str]:
 
 
 def collect(logs: List[str], labels: List[str], metric: str) -> Dict[str, List[Tuple[int, int, float]]]:
-    """label -> points sorted by updates (a later log's point for the same epoch wins)."""
+    """label -> points sorted by updates (a later log's point at the same number of updates wins; every
+    validation of an epoch is kept: ``--validate-interval-updates`` validates several times an epoch)."""
     curves: Dict[str, Dict[int, Tuple[int, int, float]]] = {}
     for path, label in zip(logs, labels):
         if not Path(path).is_file():
             raise PluginError(f"{path}: no such log file")
         for point in read_points(path, metric):
-            curves.setdefault(label, {})[point[0]] = point
+            curves.setdefault(label, {})[point[1]] = point
     if not curves:
         raise PluginError(f"no validation line with {metric!r} in {', '.join(logs)}")
     return {label: sorted(points.values(), key=lambda p: p[1]) for label, points in curves.items()}
