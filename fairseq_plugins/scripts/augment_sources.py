@@ -18,6 +18,8 @@ import random
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
+
 Word = Tuple[str, ...]  # the tokens of one word
 BOUNDARY: Word = ("<s>",)
 
@@ -102,12 +104,12 @@ def get_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = get_parser().parse_args(argv)
     if args.copies < 1 or args.max_substitutions < 1:
-        sys.exit("augment_sources: error: --copies and --max-substitutions must be at least 1")
+        raise PluginError("--copies and --max-substitutions must be at least 1")
     try:
         with open(args.input, encoding="utf-8") as f:
             lines = f.read().splitlines()
     except OSError as e:
-        sys.exit(f"augment_sources: error: cannot read {args.input}: {e.strerror}")
+        raise PluginError(f"cannot read {args.input}: {e.strerror}")
     new = augment(lines, args.copies, args.seed, args.max_substitutions)
     with open(args.output, "w", encoding="utf-8") as f:
         f.writelines(line + "\n" for line in new)
@@ -116,5 +118,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
+def cli_main():
+    exit_on_plugin_error(main, "augment_sources")
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    cli_main()
