@@ -11,9 +11,11 @@
 #             binarized dir (recipes/distill.sh with TEACHER=checkpoints/demo/verifier.pt: $RUNS/multi30k/distilled/bin)
 #   gpu/dda   that distillation plus more sources as train1 (train2, ...), when AUG_DATA names its binarized dir
 #             (recipes/distill.sh with MORE_SOURCES=2: its bin, or $RUNS/multi30k/aug/bin; $RUNS/multi30k/aug/bin2
-#             adds train2, 110,720 more; links are copied as files)
+#             adds train2, 110,720 more; links are copied as files), as gpu/dda.tar.xz; with it gpu/dd is not needed
+#             (the device makes it from dda's train split): leave DRAFTER_DATA out
+#   gpu/dda3  the same for AUG_DATA3 (a bin with still more sources, for gpu_session5.sh), packed as dda3.tar.xz
 # Both are ignored (.git/info/exclude); ~15 MB of wheels + ~5 MB of data, within the carry limit of 64 MiB.
-#   RUNS=/work/runs [DISTILLED=...] [DRAFTER_DATA=...] [AUG_DATA=...] bash docs/experiments/gpu_prepare.sh
+#   RUNS=/work/runs [DISTILLED=...] [DRAFTER_DATA=...] [AUG_DATA=...] [AUG_DATA3=...] bash docs/experiments/gpu_prepare.sh
 set -euo pipefail
 RUNS=${RUNS:-../runs}
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || printf '/.whl/\n/gpu/\n' >> .git/info/exclude
@@ -37,7 +39,12 @@ fi
 if [ -n "${DRAFTER_DATA:-}" ]; then
   rm -rf gpu/dd && mkdir gpu/dd && cp "$DRAFTER_DATA"/train.* "$DRAFTER_DATA"/valid.* "$DRAFTER_DATA"/dict.* gpu/dd/
 fi
-if [ -n "${AUG_DATA:-}" ]; then
-  rm -rf gpu/dda && mkdir gpu/dda && cp -L "$AUG_DATA"/train*.* "$AUG_DATA"/valid.* "$AUG_DATA"/dict.* gpu/dda/
+if [ -n "${AUG_DATA3:-}" ]; then  # as AUG_DATA, for gpu_session5.sh: a bin with still more sources (train3, ...)
+  rm -rf gpu/dda3 gpu/dda3.tar.xz && mkdir gpu/dda3 && cp -L "$AUG_DATA3"/train*.* "$AUG_DATA3"/valid.* "$AUG_DATA3"/dict.* gpu/dda3/
+  tar -C gpu -cJf gpu/dda3.tar.xz dda3 && rm -rf gpu/dda3
+fi
+if [ -n "${AUG_DATA:-}" ]; then  # xz-packed (17 MB -> 3.3 MB for aug/bin2): unpacked on the device by gpu_prelude.sh
+  rm -rf gpu/dda gpu/dda.tar.xz && mkdir gpu/dda && cp -L "$AUG_DATA"/train*.* "$AUG_DATA"/valid.* "$AUG_DATA"/dict.* gpu/dda/
+  tar -C gpu -cJf gpu/dda.tar.xz dda && rm -rf gpu/dda
 fi
 du -sh .whl gpu; ls .whl

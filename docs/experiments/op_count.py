@@ -1,0 +1,108 @@
+"""What a SpecDec iteration dispatches: tensor operations and host synchronisations per section.
+
+On a GPU at batch 1 this small model is launch-bound (the 2026-11-27 H200 profile: the 2-layer drafter
+0.53 greedy steps per iteration, the 6-layer verifier's whole block 0.40, acceptance 0.22), so the number
+of operations a section dispatches, and how often it waits for the device (``int(t)``, ``bool(t)``,
+``t.tolist()``: aten ``_local_scalar_dense`` / ``item`` / ``is_nonzero``), is what its GPU time follows.
+Both counts are the same on a CPU, so this runs anywhere.
+
+    RUNS=... python docs/experiments/op_count.py [SENTENCES] [DECODING] [--out OUT.json]
+
+Counts per iteration over the first SENTENCES (default 100) test2016 sentences, batch 1, the demo pair,
+in the core's profile sections (``decoding.core``: encoder, drafter, verifier, accept; "other": outside
+them).
+"""
+import contextlib
+import json
+import os
+import sys
+from collections import Counter
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+torch.set_num_threads(1)
+from fairseq_plugins.api import Translator
+
+RUNS = os.environ.get("RUNS", "../runs")
+SYNCS = {"_local_scalar_dense", "item", "is_nonzero", "equal"}
+
+
+class Counting(TorchDispatchMode):
+    """Counts every aten operation, by the section it ran in."""
+
+    def __init__(self):
+        super().__init__()
+        self.section = "other"
+        self.ops, self.syncs, self.iterations = Counter(), Counter(), 0
+        self.names = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.overloadpacket.__name__
+        self.ops[self.section] += 1
+        self.names[(self.section, name)] += 1
+        if name in SYNCS:
+            self.syncs[self.section] += 1
+        return func(*args, **(kwargs or {}))
+
+    # the core's profiler interface
+    @contextlib.contextmanager
+    def section_of(self, name):
+        previous, self.section = self.section, name
+        try:
+            yield
+        finally:
+            self.section = previous
+
+    def tick(self):
+        self.iterations += 1
+
+
+class Profiler:
+    def __init__(self, counting):
+        self.counting = counting
+
+    def section(self, name):
+        return self.counting.section_of(name)
+
+    def tick(self):
+        self.counting.tick()
+
+
+def main(argv):
+    out = argv[argv.index("--out") + 1] if "--out" in argv else None
+    argv = [a for i, a in enumerate(argv) if a != "--out" and (i == 0 or argv[i - 1] != "--out")]
+    n = int(argv[0]) if argv else 100
+    decoding = argv[1] if len(argv) > 1 else "specdec"
+    drafter = os.environ.get("DRAFTER", "checkpoints/demo/drafter.pt")
+    translator = Translator.load("checkpoints/demo/verifier.pt", "checkpoints/demo",
+                                 drafter=drafter if decoding.startswith("specdec") else None, decoding=decoding,
+                                 source_lang="en", target_lang="de",
+                                 sentencepiece_model="checkpoints/demo/sentencepiece.model",
+                                 max_len_a=1.2, max_len_b=10)
+    with open(f"{RUNS}/m30raw/test.en") as f:
+        sentences = [line.strip() for _, line in zip(range(n), f)]
+    translator.translate(sentences[:2])  # warm-up: lean layers built once
+    counting = Counting()
+    translator.generator.profiler = Profiler(counting)
+    with counting:
+        translator.translate(sentences)
+    it = counting.iterations
+    rows = {s: {"ops": counting.ops[s] / it, "syncs": counting.syncs[s] / it}
+            for s in ("encoder", "drafter", "verifier", "accept", "other")}
+    print(f"{decoding}, {n} sentences, {it} iterations ({it / n:.2f} a sentence); per iteration:")
+    print("| section | aten ops | host syncs |\n|---|---|---|")
+    for s, r in rows.items():
+        print(f"| {s} | {r['ops']:.1f} | {r['syncs']:.2f} |")
+    print(f"| all | {sum(r['ops'] for r in rows.values()):.1f} | {sum(r['syncs'] for r in rows.values()):.2f} |")
+    for s in ("drafter", "accept"):
+        top = sorted(((c, name) for (sec, name), c in counting.names.items() if sec == s), reverse=True)[:12]
+        print(f"{s}: " + ", ".join(f"{name} {c / it:.1f}" for c, name in top))
+    if out:
+        with open(out, "w") as f:
+            json.dump({"iterations": it, "sentences": n, "decoding": decoding, "per_iteration": rows,
+                       "by_op": {f"{s}:{name}": c / it for (s, name), c in counting.names.items()}}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
