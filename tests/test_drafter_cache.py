@@ -171,6 +171,21 @@ def test_changed_accepted_token_is_refused():
         cache.propose_log_probs(loop.tokens, loop.lengths, 2)
 
 
+def test_unchecked_cache_trusts_the_callers_prefix():
+    """check_prefix=False (the speculative core's drafter, whose accepted tokens are final) skips the comparison:
+    a changed cached token is not refused, and the row count is still checked."""
+    model = sharp_drafter(0)
+    loop = Loop(model, [4, 6], seed=0)
+    cache = DrafterCache(model.decoder, loop.encoder_out, 2, check_prefix=False)
+    loop.grow([2, 2])
+    cache.propose_log_probs(loop.tokens, loop.lengths, 2)
+    loop.grow([1, 1])
+    loop.tokens[1, 2] = DICT.nspecial + 1 if int(loop.tokens[1, 2]) != DICT.nspecial + 1 else DICT.nspecial
+    assert cache.propose_log_probs(loop.tokens, loop.lengths, 2).shape[:2] == (2, 2)
+    with pytest.raises(PluginError, match="holds 2 rows"):
+        cache.propose_log_probs(loop.tokens[:1], loop.lengths[:1], 2)
+
+
 def test_past_the_position_table_is_refused_like_uncached():
     model = sharp_drafter(0, block_size=4, max_target_positions=8)
     loop = Loop(model, [4], seed=0)

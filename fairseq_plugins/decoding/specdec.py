@@ -97,7 +97,7 @@ class BlockDrafter(Drafter):
             self.encoder_out = self.model.encoder(src_tokens, src_lengths=batch.src_lengths)
         if self.cached:
             self.cache = DrafterCache(self.model.decoder, self.encoder_out, src_tokens.size(0), self.vocab_limit,
-                                      linear=self.linear, built=self.built)
+                                      linear=self.linear, built=self.built, check_prefix=False)  # the core's are final
 
     @torch.no_grad()
     def propose(self, tokens, lengths, k):

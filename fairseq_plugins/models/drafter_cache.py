@@ -174,11 +174,15 @@ class DrafterCache:
             (``fast_decoder.float_linear``, the default, or an ``Int8Linears``)
         built: the caller's ``fast_decoder.BuiltOnce`` (the lean layers' weights, kept from one
             batch to the next), or None
+        check_prefix: compare, at every proposal, the cached tokens with the caller's (2 host
+            synchronisations and ~14 tensor operations); False for a caller whose accepted
+            tokens are final by contract (the speculative core's)
     """
 
     def __init__(self, decoder, encoder_out: Dict, batch_size: int, vocab_limit: int = 0, fast: bool = True,
-                 linear=None, built=None):
+                 linear=None, built=None, check_prefix: bool = True):
         check_cacheable(decoder)
+        self.check_prefix = check_prefix
         self.decoder = decoder
         self.encoder_out = encoder_out
         self.state: Dict[str, Dict[str, Optional[Tensor]]] = {}
@@ -212,7 +216,11 @@ class DrafterCache:
         decoder = self.decoder
         longest = int(lengths.max())
         n_queries = count_queries(decoder, longest, k)
-        self._check_prefix_grew(tokens, lengths)
+        if lengths.size(0) != self.fed.size(0):
+            raise PluginError(f"the drafter cache holds {self.fed.size(0)} rows, got {lengths.size(0)} "
+                              "(call keep_rows when rows leave the batch)")
+        if self.check_prefix:
+            self._check_prefix_grew(tokens, lengths)
         n_new = lengths - self.fed
         n_prefix = int(n_new.max())
         x = self.queries.gather(lengths - 1, longest - 1, n_queries, self.encoder_out)  # (B, Q, C)
@@ -263,9 +271,6 @@ class DrafterCache:
 
     def _check_prefix_grew(self, tokens: Tensor, lengths: Tensor):
         """The cached tokens must still be each row's accepted prefix."""
-        if lengths.size(0) != self.fed.size(0):
-            raise PluginError(f"the drafter cache holds {self.fed.size(0)} rows, got {lengths.size(0)} "
-                              "(call keep_rows when rows leave the batch)")
         if bool(((lengths < self.fed) | (lengths < 1)).any()):
             raise PluginError("a row's accepted prefix shrank below what the drafter cache holds")
         cached = torch.arange(self.length, device=tokens.device)[None, :] < self.fed[:, None]
