@@ -192,7 +192,7 @@ class DrafterCache:
         self.project = _output_projection(decoder, vocab_limit, linear)
         device = decoder.embed_tokens.weight.device
         self.fed = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,) tokens in the cache
-        self.tokens = torch.zeros(batch_size, 0, dtype=torch.long, device=device)  # (B, T) what was fed
+        self.tokens = torch.zeros(batch_size, 0, dtype=torch.long, device=device)  # (B, T) what was fed (if checked)
         self.length = 0  # T, physical cache length == max(fed)
         self.queries = QueryTable(decoder)
         self.banned = torch.tensor([b for b in decoder.banned if not vocab_limit or b < vocab_limit], dtype=torch.long,
@@ -237,7 +237,8 @@ class DrafterCache:
         else:
             x = self._fairseq_layers(x, n_prefix, n_queries, key_padding)
             self._keep_new_prefix(n_new, n_prefix + n_queries)
-        self.tokens = tokens[:, :longest].clone()
+        if self.check_prefix:
+            self.tokens = tokens[:, :longest].clone()
         return self._logits(x[n_prefix:n_prefix + k])
 
     def _fairseq_layers(self, x: Tensor, n_prefix: int, n_queries: int, key_padding: Optional[Tensor]) -> Tensor:
@@ -345,7 +346,8 @@ class DrafterCache:
         self.queries.keep_rows(rows)
         self.fed = self.fed.index_select(0, rows)
         self.length = int(self.fed.max()) if rows.numel() > 0 else 0
-        self.tokens = self.tokens.index_select(0, rows)[:, :self.length]
+        if self.check_prefix:
+            self.tokens = self.tokens.index_select(0, rows)[:, :self.length]
         if self.layers is not None:
             self.layers.keep_rows(rows)
             return
