@@ -26,3 +26,25 @@ else
 fi
 python -c 'import torch, sys; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")'
 echo "[$(el)s] installed"
+# finetune_drafter NAME DATA FROM CORES: the demo drafter's fine-tune with the CPU fine-tune's settings (float32 on the
+# GPU) on DATA from FROM, in $R/NAME, validating every 350 updates, until $END seconds after the start; then its
+# validations (updates:spec_tokens_per_iter) and its best and last checkpoints as fp16 parts in $OUT
+finetune_drafter() {
+  local name=$1 data=$2 from=$3 cores=$4 stop pid which
+  stop=$(python -c "print(round(max(60, $END - $(el)) / 3600, 4))")
+  RUNS=$R CPU=$CPU FP16=0 SETTING=multi30k-drafter VERIFIER=$REPO/checkpoints/demo/verifier.pt DATA=$data \
+    SAVE_DIR=$R/$name DROPOUT=0.1 LR=1.0e-4 WARMUP_INIT_LR=1.3e-4 WARMUP=6000 GLANCE_START=0.3 GLANCE_END=0.3 \
+    MAX_EPOCH=1000 STOP_TIME_HOURS=$stop KEEP_LAST_EPOCHS=1 pin "$cores" bash recipes/train-drafter.sh \
+    --finetune-from-model "$from" --validate-interval 1000 --save-interval 1000 \
+    --validate-interval-updates 350 --save-interval-updates 350 --keep-interval-updates 1 > "$R/$name.out" 2>&1 &
+  pid=$!
+  while [ "$(el)" -lt "$END" ] && kill -0 $pid 2>/dev/null; do sleep 5; done
+  pkill -f -- "--save-dir $R/$name"; wait $pid
+  echo "fine-tune $name on $data:"
+  grep "valid on" "$R/$name.out" | sed -E 's/.*spec_tokens_per_iter ([0-9.]+).*num_updates ([0-9]+).*/\2:\1/' | tr '\n' ' '; echo
+  for which in best last; do
+    python -m fairseq_plugins.scripts.export_checkpoint "$R/$name/checkpoint_$which.pt" "$R/${name}_$which.pt" --fp16 \
+      && split -b 15M "$R/${name}_$which.pt" "$OUT/drafter_${name}_$which.pt.part-"
+  done
+  cp "$R/$name.out" "$OUT/"
+}

@@ -24,22 +24,7 @@ echo "[$(el)s] harness done"
 
 DATA=$REPO/gpu/dda3; [ -d "$DATA" ] || DATA=$REPO/gpu/dda
 if [ -d "$DATA" ]; then
-  STOP=$(python -c "print(round(max(60, $END - $(el)) / 3600, 4))")
-  export RUNS=$R
-  CPU=$CPU FP16=0 SETTING=multi30k-drafter VERIFIER=$REPO/checkpoints/demo/verifier.pt DATA=$DATA \
-    SAVE_DIR=$R/ft DROPOUT=0.1 LR=1.0e-4 WARMUP_INIT_LR=1.3e-4 WARMUP=6000 GLANCE_START=0.3 GLANCE_END=0.3 \
-    MAX_EPOCH=1000 STOP_TIME_HOURS=$STOP KEEP_LAST_EPOCHS=1 pin 0-14 bash recipes/train-drafter.sh \
-    --finetune-from-model "$REPO/checkpoints/demo/drafter.pt" --validate-interval 1000 --save-interval 1000 \
-    --validate-interval-updates 350 --save-interval-updates 350 --keep-interval-updates 1 > "$R/ft.out" 2>&1 &
-  TRAIN_PID=$!
-  while [ "$(el)" -lt "$END" ] && kill -0 $TRAIN_PID 2>/dev/null; do sleep 5; done
-  pkill -f -- "--save-dir $R/"; wait $TRAIN_PID
-  echo "fine-tune on $DATA:"
-  grep "valid on" "$R/ft.out" | sed -E 's/.*spec_tokens_per_iter ([0-9.]+).*num_updates ([0-9]+).*/\2:\1/' | tr '\n' ' '; echo
-  for which in best last; do
-    python -m fairseq_plugins.scripts.export_checkpoint "$R/ft/checkpoint_$which.pt" "$R/ft_$which.pt" --fp16 \
-      && split -b 15M "$R/ft_$which.pt" "$OUT/drafter_ft_$which.pt.part-"
-  done
+  finetune_drafter ft "$DATA" "$REPO/checkpoints/demo/drafter.pt" 0-14
 else
   echo "no gpu/dda3 and no gpu/dda (gpu_prepare.sh AUG_DATA=...): no training"
 fi
