@@ -39,12 +39,12 @@ fi
 if [ -n "${DRAFTER_DATA:-}" ]; then
   rm -rf gpu/dd && mkdir gpu/dd && cp "$DRAFTER_DATA"/train.* "$DRAFTER_DATA"/valid.* "$DRAFTER_DATA"/dict.* gpu/dd/
 fi
-if [ -n "${AUG_DATA3:-}" ]; then  # as AUG_DATA, for gpu_session5.sh: a bin with still more sources (train3, ...)
-  rm -rf gpu/dda3 gpu/dda3.tar.xz && mkdir gpu/dda3 && cp -L "$AUG_DATA3"/train*.* "$AUG_DATA3"/valid.* "$AUG_DATA3"/dict.* gpu/dda3/
-  tar -C gpu -cJf gpu/dda3.tar.xz dda3 && rm -rf gpu/dda3
-fi
-if [ -n "${AUG_DATA:-}" ]; then  # xz-packed (17 MB -> 3.3 MB for aug/bin2): unpacked on the device by gpu_prelude.sh
-  rm -rf gpu/dda gpu/dda.tar.xz && mkdir gpu/dda && cp -L "$AUG_DATA"/train*.* "$AUG_DATA"/valid.* "$AUG_DATA"/dict.* gpu/dda/
-  tar -C gpu -cJf gpu/dda.tar.xz dda && rm -rf gpu/dda
-fi
+# pack NAME DIR: DIR's train splits (train, train1, ...), valid and dictionaries as gpu/NAME.tar.xz (links copied as
+# files; xz: 17 MB -> 3.3 MB for aug/bin2), unpacked on the device by gpu_prelude.sh
+pack() {
+  rm -rf "gpu/$1" "gpu/$1.tar.xz" && mkdir "gpu/$1" && cp -L "$2"/train*.* "$2"/valid.* "$2"/dict.* "gpu/$1/"
+  tar -C gpu -cJf "gpu/$1.tar.xz" "$1" && rm -rf "gpu/$1"
+}
+if [ -n "${AUG_DATA3:-}" ]; then pack dda3 "$AUG_DATA3"; fi  # for gpu_session5.sh: a bin with still more sources
+if [ -n "${AUG_DATA:-}" ]; then pack dda "$AUG_DATA"; fi
 du -sh .whl gpu; ls .whl
