@@ -6,12 +6,13 @@ of operations a section dispatches, and how often it waits for the device (``int
 ``t.tolist()``: aten ``_local_scalar_dense`` / ``item`` / ``is_nonzero``), is what its GPU time follows.
 Both counts are the same on a CPU, so this runs anywhere.
 
-    RUNS=... python docs/experiments/op_count.py [SENTENCES] [DECODING] [--out OUT.json]
+    RUNS=... [DRAFTER=...] python docs/experiments/op_count.py [SENTENCES] [DECODING] [--out OUT.json]
 
 Counts per iteration over the first SENTENCES (default 100) test2016 sentences, batch 1, the demo pair,
 in the core's profile sections (``decoding.core``: encoder, drafter, verifier, accept; "other": outside
 them).
 """
+import argparse
 import contextlib
 import json
 import os
@@ -29,51 +30,42 @@ SYNCS = {"_local_scalar_dense", "item", "is_nonzero", "equal"}
 
 
 class Counting(TorchDispatchMode):
-    """Counts every aten operation, by the section it ran in."""
+    """Counts every aten operation, by the section it ran in; also the core's profiler
+    (``section(name)``, ``tick()``), which tells it the section."""
 
     def __init__(self):
         super().__init__()
-        self.section = "other"
+        self.current = "other"
         self.ops, self.syncs, self.iterations = Counter(), Counter(), 0
         self.names = Counter()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func.overloadpacket.__name__
-        self.ops[self.section] += 1
-        self.names[(self.section, name)] += 1
+        self.ops[self.current] += 1
+        self.names[(self.current, name)] += 1
         if name in SYNCS:
-            self.syncs[self.section] += 1
+            self.syncs[self.current] += 1
         return func(*args, **(kwargs or {}))
 
-    # the core's profiler interface
     @contextlib.contextmanager
-    def section_of(self, name):
-        previous, self.section = self.section, name
+    def section(self, name):
+        previous, self.current = self.current, name
         try:
             yield
         finally:
-            self.section = previous
+            self.current = previous
 
     def tick(self):
         self.iterations += 1
 
 
-class Profiler:
-    def __init__(self, counting):
-        self.counting = counting
-
-    def section(self, name):
-        return self.counting.section_of(name)
-
-    def tick(self):
-        self.counting.tick()
-
-
 def main(argv):
-    out = argv[argv.index("--out") + 1] if "--out" in argv else None
-    argv = [a for i, a in enumerate(argv) if a != "--out" and (i == 0 or argv[i - 1] != "--out")]
-    n = int(argv[0]) if argv else 100
-    decoding = argv[1] if len(argv) > 1 else "specdec"
+    parser = argparse.ArgumentParser(description="tensor operations and host syncs per SpecDec iteration")
+    parser.add_argument("sentences", type=int, nargs="?", default=100)
+    parser.add_argument("decoding", nargs="?", default="specdec")
+    parser.add_argument("--out", help="JSON with the counts, also per operation name")
+    args = parser.parse_args(argv)
+    n, decoding, out = args.sentences, args.decoding, args.out
     drafter = os.environ.get("DRAFTER", "checkpoints/demo/drafter.pt")
     translator = Translator.load("checkpoints/demo/verifier.pt", "checkpoints/demo",
                                  drafter=drafter if decoding.startswith("specdec") else None, decoding=decoding,
@@ -84,7 +76,7 @@ def main(argv):
         sentences = [line.strip() for _, line in zip(range(n), f)]
     translator.translate(sentences[:2])  # warm-up: lean layers built once
     counting = Counting()
-    translator.generator.profiler = Profiler(counting)
+    translator.generator.profiler = counting
     with counting:
         translator.translate(sentences)
     it = counting.iterations
