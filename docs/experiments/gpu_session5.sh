@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared for the next lent GPU machine (not run yet). The 2026-11-27 session showed on an H200 that the demo drafter
+# Run in the session of 2026-11-27 (fifth): docs/results.md, GPU (H200). The 2026-11-27 session showed on an H200 that the demo drafter
 # rises when fine-tuned on more distilled sources (gpu/dda: 3.384 -> 3.527 valid tokens per iteration in ~7 minutes
 # over two calls, shipped) and falls on the first distillation alone. This call:
 #   phase 1, the GPU to itself: the harness as gpu_session3.sh (float32, batch 1, the first 500 test2016 sentences,
