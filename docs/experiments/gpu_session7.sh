@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Prepared for the next lent GPU machine (not run yet). gpu_session5.sh fine-tuned the demo drafter on gpu/dda3
+# (404,777 distilled pairs) for 8,400 updates: valid 3.527 -> 3.625 tokens per iteration (CPU-scored), still rising
+# slowly at the call's end. This call:
+#   phase 1: today's demo drafter fine-tuned on gpu/dda3 with every core until END seconds (finetune_drafter of
+#            gpu_prelude.sh), its best and last checkpoints back as fp16 parts in $OUT
+#   phase 2, the GPU to itself: the harness as gpu_session5.sh (float32, batch 1, the first 500 test2016 sentences,
+#            2 rounds, --profile) with that best checkpoint, the demo drafter beside it
+# Carry .whl and gpu (gpu_prepare.sh with AUG_DATA3 packs gpu/dda3); run once with timeout_s 600, then give the
+# machine back. LOCAL=1: dry check on a CPU (END=120 there).
+. docs/experiments/gpu_prelude.sh
+if [ "$LOCAL" = 1 ]; then SENTENCES=20; END=${END:-120}; else SENTENCES=${SENTENCES:-500}; END=${END:-400}; fi
+
+DATA=$REPO/gpu/dda3; [ -d "$DATA" ] || DATA=$REPO/gpu/dda
+finetune_drafter ft "$DATA" "$REPO/checkpoints/demo/drafter.pt" 0-14
+echo "[$(el)s] fine-tune done"
+
+NEW=$R/ft_best.pt; [ -s "$NEW" ] || NEW=checkpoints/demo/drafter.pt
+pin 15 timeout ${HTIME:-150} python -m fairseq_plugins.bench.latency "$REPO/gpu/bin" --path checkpoints/demo/verifier.pt \
+  --drafter-path "$NEW" --source-lang en --target-lang de --remove-bpe sentencepiece \
+  --max-len-a 1.2 --max-len-b 10 --threads 1 --device "$DEV" --no-ctranslate2 --no-progress-bar --profile \
+  --max-sentences "$SENTENCES" --rounds 2 --warmup 10 \
+  --decoders beam1,specdec,specdec:drafter_path=checkpoints/demo/drafter.pt,specdec++,specdec++:beta=5,tau=3 \
+  --out-md "$OUT/harness.md" --out-json "$OUT/harness.json" > "$R/harness.log" 2>&1; echo "harness rc $?"
+grep '^|' "$OUT/harness.md" 2>/dev/null || tail -20 "$R/harness.log"
+ls -la "$OUT"; echo "[$(el)s] done"
