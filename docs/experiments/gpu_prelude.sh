@@ -2,7 +2,7 @@
 # output teed into $OUT/main.log, `pin CORES CMD...` (taskset, or plain with LOCAL=1), $R (their work folder), $REPO,
 # gpu/dda unpacked (and gpu/dd made from its train split),
 # then the install (docs/experiments/gpu_install.sh) with CPU=0 DEV=cuda, or with LOCAL=1 (a dry check on a CPU
-# machine) this machine's venv with CPU=1 DEV=cpu.
+# machine) this machine's venv with CPU=1 DEV=cpu; the functions `finetune_drafter` and `harness` (below).
 set -u
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 LOCAL=${LOCAL:-0}
@@ -47,4 +47,17 @@ finetune_drafter() {
       && split -b 15M "$R/${name}_$which.pt" "$OUT/drafter_${name}_$which.pt.part-"
   done
   cp "$R/$name.out" "$OUT/"
+}
+# harness DRAFTER DECODERS SECONDS: the latency harness on core 15 (float32, batch 1, the first $SENTENCES test2016
+# sentences of gpu/bin, 2 rounds, warm-up 10, --profile) with DRAFTER, killed after SECONDS; its tables printed,
+# harness.md and harness.json in $OUT
+harness() {
+  local drafter=$1 decoders=$2 seconds=$3
+  pin 15 timeout "$seconds" python -m fairseq_plugins.bench.latency "$REPO/gpu/bin" --path checkpoints/demo/verifier.pt \
+    --drafter-path "$drafter" --source-lang en --target-lang de --remove-bpe sentencepiece \
+    --max-len-a 1.2 --max-len-b 10 --threads 1 --device "$DEV" --no-ctranslate2 --no-progress-bar --profile \
+    --max-sentences "$SENTENCES" --rounds 2 --warmup 10 --decoders "$decoders" \
+    --out-md "$OUT/harness.md" --out-json "$OUT/harness.json" > "$R/harness.log" 2>&1; echo "harness rc $?"
+  grep '^|' "$OUT/harness.md" 2>/dev/null || tail -20 "$R/harness.log"
+  echo "[$(el)s] harness done"
 }

@@ -13,14 +13,7 @@ END=${END:-520}
 . docs/experiments/gpu_prelude.sh
 if [ "$LOCAL" = 1 ]; then SENTENCES=20; else SENTENCES=${SENTENCES:-500}; fi
 
-pin 15 timeout ${HTIME:-200} python -m fairseq_plugins.bench.latency "$REPO/gpu/bin" --path checkpoints/demo/verifier.pt \
-  --drafter-path checkpoints/demo/drafter.pt --source-lang en --target-lang de --remove-bpe sentencepiece \
-  --max-len-a 1.2 --max-len-b 10 --threads 1 --device "$DEV" --no-ctranslate2 --no-progress-bar --profile \
-  --max-sentences "$SENTENCES" --rounds 2 --warmup 10 \
-  --decoders beam1,specdec,specdec:length=fixed,specdec++,specdec++:beta=5,tau=3 \
-  --out-md "$OUT/harness.md" --out-json "$R/harness.json" > "$R/harness.log" 2>&1; echo "harness rc $?"
-grep '^|' "$OUT/harness.md" 2>/dev/null
-echo "[$(el)s] harness done"
+harness checkpoints/demo/drafter.pt beam1,specdec,specdec:length=fixed,specdec++,specdec++:beta=5,tau=3 "${HTIME:-200}"
 
 DATA=$REPO/gpu/dda3; [ -d "$DATA" ] || DATA=$REPO/gpu/dda
 if [ -d "$DATA" ]; then

@@ -16,11 +16,5 @@ finetune_drafter ft "$DATA" "$REPO/checkpoints/demo/drafter.pt" 0-14
 echo "[$(el)s] fine-tune done"
 
 NEW=$R/ft_best.pt; [ -s "$NEW" ] || NEW=checkpoints/demo/drafter.pt
-pin 15 timeout ${HTIME:-150} python -m fairseq_plugins.bench.latency "$REPO/gpu/bin" --path checkpoints/demo/verifier.pt \
-  --drafter-path "$NEW" --source-lang en --target-lang de --remove-bpe sentencepiece \
-  --max-len-a 1.2 --max-len-b 10 --threads 1 --device "$DEV" --no-ctranslate2 --no-progress-bar --profile \
-  --max-sentences "$SENTENCES" --rounds 2 --warmup 10 \
-  --decoders beam1,specdec,specdec:drafter_path=checkpoints/demo/drafter.pt,specdec++,specdec++:beta=5,tau=3 \
-  --out-md "$OUT/harness.md" --out-json "$OUT/harness.json" > "$R/harness.log" 2>&1; echo "harness rc $?"
-grep '^|' "$OUT/harness.md" 2>/dev/null || tail -20 "$R/harness.log"
+harness "$NEW" beam1,specdec,specdec:drafter_path=checkpoints/demo/drafter.pt,specdec++,specdec++:beta=5,tau=3 "${HTIME:-150}"
 ls -la "$OUT"; echo "[$(el)s] done"
