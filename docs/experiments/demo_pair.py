@@ -12,10 +12,17 @@ RUNS = os.environ.get("RUNS", "../runs")
 
 def load(**options) -> Translator:
     """The demo verifier with the demo drafter, en->de, ``--max-len-a 1.2 --max-len-b 10``;
-    ``options``: ``Translator.load``'s (decoding, draft_length, ...; default decoding specdec)."""
-    options = {"decoding": "specdec", "max_len_a": 1.2, "max_len_b": 10, **options}
-    return Translator.load("checkpoints/demo/verifier.pt", RUNS + "/multi30k/bin",
-                           drafter="checkpoints/demo/drafter.pt", source_lang="en", target_lang="de", **options)
+    ``options``: ``Translator.load``'s (decoding, draft_length, drafter, ...; default decoding specdec)."""
+    options = {"decoding": "specdec", "max_len_a": 1.2, "max_len_b": 10, "drafter": "checkpoints/demo/drafter.pt",
+               **options}
+    return Translator.load("checkpoints/demo/verifier.pt", RUNS + "/multi30k/bin", source_lang="en", target_lang="de",
+                           **options)
+
+
+def raw_sentences(count: int, split: str = "test"):
+    """The first ``count`` English sentences of a raw Multi30k split (``$RUNS/m30raw``; test = test2016)."""
+    with open(f"{RUNS}/m30raw/{split}.en") as f:
+        return [line.strip() for _, line in zip(range(count), f)]
 
 
 def samples(translator: Translator, count: int, split: str = "valid"):

@@ -6,6 +6,7 @@
 set -u
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 LOCAL=${LOCAL:-0}
+if [ "$LOCAL" = 1 ]; then SENTENCES=20; else SENTENCES=${SENTENCES:-500}; fi  # the harness's test2016 sentences
 R=${R:-/tmp/runs}; mkdir -p "$R"
 exec > >(tee -a "$OUT/main.log") 2>&1
 pin() { local cores=$1; shift; if [ "$LOCAL" = 1 ]; then "$@"; else taskset -c "$cores" "$@"; fi; }

@@ -19,15 +19,8 @@
 # give the machine back.
 END=${END:-500}         # seconds after start by which phase 3 begins
 . docs/experiments/gpu_prelude.sh
-if [ "$LOCAL" = 1 ]; then SENTENCES=20; else SENTENCES=${SENTENCES:-500}; fi
 
-pin 15 timeout ${HTIME:-300} python -m fairseq_plugins.bench.latency "$REPO/gpu/bin" --path checkpoints/demo/verifier.pt \
-  --drafter-path checkpoints/demo/drafter.pt --source-lang en --target-lang de --remove-bpe sentencepiece \
-  --max-len-a 1.2 --max-len-b 10 --threads 1 --device "$DEV" --no-ctranslate2 --no-progress-bar --profile \
-  --max-sentences "$SENTENCES" --rounds 2 --warmup 10 --decoders beam1,specdec,specdec:length=fixed,specdec++:beta=5,tau=3 \
-  --out-md "$OUT/harness.md" --out-json "$R/harness.json" > "$R/harness.log" 2>&1; echo "harness rc $?"
-cat "$OUT/harness.md" 2>/dev/null | grep '^|'
-echo "[$(el)s] harness done"
+harness checkpoints/demo/drafter.pt beam1,specdec,specdec:length=fixed,specdec++:beta=5,tau=3 "${HTIME:-300}"
 
 # phase 1b: the CUDA parity tests again (the 2026-11-26 fourth session changed the lean layers' attention to
 # scaled_dot_product_attention and decodes in inference mode; only CPU-checked since); console-script tests left out

@@ -11,7 +11,6 @@
 # Carry .whl and gpu; run once with timeout_s 600, then give the machine back. LOCAL=1: dry check on a CPU.
 END=${END:-520}
 . docs/experiments/gpu_prelude.sh
-if [ "$LOCAL" = 1 ]; then SENTENCES=20; else SENTENCES=${SENTENCES:-500}; fi
 
 harness checkpoints/demo/drafter.pt beam1,specdec,specdec:length=fixed,specdec++,specdec++:beta=5,tau=3 "${HTIME:-200}"
 

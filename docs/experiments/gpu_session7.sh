@@ -9,7 +9,7 @@
 # Carry .whl and gpu (gpu_prepare.sh with AUG_DATA3 packs gpu/dda3); run once with timeout_s 600, then give the
 # machine back. LOCAL=1: dry check on a CPU (END=120 there).
 . docs/experiments/gpu_prelude.sh
-if [ "$LOCAL" = 1 ]; then SENTENCES=20; END=${END:-120}; else SENTENCES=${SENTENCES:-500}; END=${END:-400}; fi
+if [ "$LOCAL" = 1 ]; then END=${END:-120}; else END=${END:-400}; fi
 
 DATA=$REPO/gpu/dda3; [ -d "$DATA" ] || DATA=$REPO/gpu/dda
 finetune_drafter ft "$DATA" "$REPO/checkpoints/demo/drafter.pt" 0-14

@@ -23,9 +23,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 torch.set_num_threads(1)
-from fairseq_plugins.api import Translator
+import demo_pair  # docs/experiments/demo_pair.py (the script's own folder is on sys.path)
 
-RUNS = os.environ.get("RUNS", "../runs")
 SYNCS = {"_local_scalar_dense", "item", "is_nonzero", "equal"}
 
 
@@ -67,13 +66,9 @@ def main(argv):
     args = parser.parse_args(argv)
     n, decoding, out = args.sentences, args.decoding, args.out
     drafter = os.environ.get("DRAFTER", "checkpoints/demo/drafter.pt")
-    translator = Translator.load("checkpoints/demo/verifier.pt", "checkpoints/demo",
-                                 drafter=drafter if decoding.startswith("specdec") else None, decoding=decoding,
-                                 source_lang="en", target_lang="de",
-                                 sentencepiece_model="checkpoints/demo/sentencepiece.model",
-                                 max_len_a=1.2, max_len_b=10)
-    with open(f"{RUNS}/m30raw/test.en") as f:
-        sentences = [line.strip() for _, line in zip(range(n), f)]
+    translator = demo_pair.load(decoding=decoding, drafter=drafter if decoding.startswith("specdec") else None,
+                                sentencepiece_model="checkpoints/demo/sentencepiece.model")
+    sentences = demo_pair.raw_sentences(n)
     translator.translate(sentences[:2])  # warm-up: lean layers built once
     counting = Counting()
     translator.generator.profiler = counting

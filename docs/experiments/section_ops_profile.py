@@ -9,17 +9,16 @@ per operation, so read the shares, not the absolute milliseconds.
 
 The demo pair, the first SENTENCES (default 100) test2016 sentences, batch 1, one thread.
 """
+import argparse
 import collections
-import os
 import sys
 
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
 torch.set_num_threads(1)
-from fairseq_plugins.api import Translator
+import demo_pair  # docs/experiments/demo_pair.py (the script's own folder is on sys.path)
 
-RUNS = os.environ.get("RUNS", "../runs")
 SECTIONS = ("encoder", "drafter", "verifier", "accept")
 
 
@@ -44,13 +43,10 @@ def split_by_operation(events):
         if event.name in SECTIONS:
             totals[event.name] += event.cpu_time_total
             section = event.name
-            children = event.cpu_children
         elif section is not None:
             by_op[section][event.name] += event.cpu_time_total
             return
-        else:
-            children = event.cpu_children
-        for child in children:
+        for child in event.cpu_children:
             walk(child, section)
 
     for event in events:
@@ -60,14 +56,15 @@ def split_by_operation(events):
 
 
 def main(argv):
-    n = int(argv[0]) if argv else 100
-    decoding = argv[1] if len(argv) > 1 else "specdec"
-    top = int(argv[2]) if len(argv) > 2 else 6
-    translator = Translator.load("checkpoints/demo/verifier.pt", "checkpoints/demo", drafter="checkpoints/demo/drafter.pt",
-                                 decoding=decoding, source_lang="en", target_lang="de",
-                                 sentencepiece_model="checkpoints/demo/sentencepiece.model", max_len_a=1.2, max_len_b=10)
-    with open(f"{RUNS}/m30raw/test.en") as f:
-        sentences = [line.strip() for _, line in zip(range(n), f)]
+    parser = argparse.ArgumentParser(description="each SpecDec section's CPU time by tensor operation")
+    parser.add_argument("sentences", type=int, nargs="?", default=100)
+    parser.add_argument("decoding", nargs="?", default="specdec")
+    parser.add_argument("top", type=int, nargs="?", default=6, help="operations shown per section")
+    args = parser.parse_args(argv)
+    n, decoding, top = args.sentences, args.decoding, args.top
+    drafter = "checkpoints/demo/drafter.pt" if decoding.startswith("specdec") else None
+    translator = demo_pair.load(decoding=decoding, drafter=drafter, sentencepiece_model="checkpoints/demo/sentencepiece.model")
+    sentences = demo_pair.raw_sentences(n)
     translator.translate(sentences[:5])  # warm-up: lean layers built once
     ranges = Ranges()
     translator.generator.profiler = ranges
@@ -75,7 +72,8 @@ def main(argv):
         translator.translate(sentences)
     totals, by_op = split_by_operation(prof.events())
     it = ranges.iterations
-    print(f"{decoding}, {n} sentences, {it} iterations; ms per iteration (encoder: per sentence), the largest operations' shares")
+    print(f"{decoding}, {n} sentences, {it} iterations; ms per iteration (encoder: per sentence), "
+          "the largest operations' shares")
     for section in SECTIONS:
         per = n if section == "encoder" else it
         shares = ", ".join(f"{name.replace('aten::', '')} {100 * us / totals[section]:.0f} %"
