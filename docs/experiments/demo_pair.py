@@ -6,15 +6,20 @@ import torch
 
 from fairseq_plugins import inference
 from fairseq_plugins.api import Translator
+from fairseq_plugins.decoding import DECODERS
 
 RUNS = os.environ.get("RUNS", "../runs")
 
 
 def load(**options) -> Translator:
-    """The demo verifier with the demo drafter, en->de, ``--max-len-a 1.2 --max-len-b 10``;
+    """The demo verifier, en->de, ``--max-len-a 1.2 --max-len-b 10``, with the demo drafter (or ``drafter``) for the
+    decoders that need one (the registry's ``needs_drafter``; the others refuse a drafter);
     ``options``: ``Translator.load``'s (decoding, draft_length, drafter, ...; default decoding specdec)."""
-    options = {"decoding": "specdec", "max_len_a": 1.2, "max_len_b": 10, "drafter": "checkpoints/demo/drafter.pt",
-               **options}
+    options = {"decoding": "specdec", "max_len_a": 1.2, "max_len_b": 10, **options}
+    drafter = options.pop("drafter", "checkpoints/demo/drafter.pt")
+    entry = DECODERS.get(options["decoding"])
+    if entry is not None and entry.needs_drafter:
+        options["drafter"] = drafter
     return Translator.load("checkpoints/demo/verifier.pt", RUNS + "/multi30k/bin", source_lang="en", target_lang="de",
                            **options)
 

@@ -66,8 +66,7 @@ def main(argv):
     args = parser.parse_args(argv)
     n, decoding, out = args.sentences, args.decoding, args.out
     drafter = os.environ.get("DRAFTER", "checkpoints/demo/drafter.pt")
-    translator = demo_pair.load(decoding=decoding, drafter=drafter if decoding.startswith("specdec") else None,
-                                sentencepiece_model="checkpoints/demo/sentencepiece.model")
+    translator = demo_pair.load(decoding=decoding, drafter=drafter, sentencepiece_model="checkpoints/demo/sentencepiece.model")
     sentences = demo_pair.raw_sentences(n)
     translator.translate(sentences[:2])  # warm-up: lean layers built once
     counting = Counting()

@@ -62,8 +62,7 @@ def main(argv):
     parser.add_argument("top", type=int, nargs="?", default=6, help="operations shown per section")
     args = parser.parse_args(argv)
     n, decoding, top = args.sentences, args.decoding, args.top
-    drafter = "checkpoints/demo/drafter.pt" if decoding.startswith("specdec") else None
-    translator = demo_pair.load(decoding=decoding, drafter=drafter, sentencepiece_model="checkpoints/demo/sentencepiece.model")
+    translator = demo_pair.load(decoding=decoding, sentencepiece_model="checkpoints/demo/sentencepiece.model")
     sentences = demo_pair.raw_sentences(n)
     translator.translate(sentences[:5])  # warm-up: lean layers built once
     ranges = Ranges()
