@@ -5,6 +5,7 @@
 #             wheels; bitarray, cffi, pycparser, subword-nmt, mock, sacremoses and pip 24.0 for CPython 3.12 on
 #             manylinux x86_64) and fairseq 0.12.2's sdist (its Cython parts are built there: gpu_install.sh)
 #   gpu/bin   the binarized Multi30k ($RUNS/multi30k/bin: recipes/data/prepare-with-model.sh, README Results)
+#   gpu/test.en  test2016's raw English ($RUNS/m30raw/test.en)
 #   gpu/dtd   the train split of a distillation for the double-token pair, when DISTILLED names its binarized dir
 #             (e.g. $RUNS/multi30k/distilled-single-beam5/bin); without it gpu_session3.sh skips that training
 #   gpu/dd    the verifier's greedy distillation (train and valid) for the drafter, when DRAFTER_DATA names its
@@ -33,6 +34,7 @@ PY
 python -m pip wheel -q --no-deps -w .whl hydra-core==1.0.7 omegaconf==2.0.6 antlr4-python3-runtime==4.8
 [ -s "$RUNS/multi30k/bin/train.en-de.en.bin" ] || { echo "no $RUNS/multi30k/bin (README Results: the data command)"; exit 1; }
 rm -rf gpu/bin && cp -r "$RUNS/multi30k/bin" gpu/bin
+cp "$RUNS/m30raw/test.en" gpu/test.en  # test2016's raw sources, for the scripts that translate text (gpu_session8.sh)
 if [ -n "${DISTILLED:-}" ]; then
   rm -rf gpu/dtd && mkdir gpu/dtd && cp "$DISTILLED"/train.* "$DISTILLED"/dict.* gpu/dtd/
 fi

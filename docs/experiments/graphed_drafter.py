@@ -1,0 +1,316 @@
+"""SpecDec whose drafter call is one CUDA graph at batch 1: issue 13's GPU lever, as an experiment.
+
+On an H200 at batch 1 the demo pair is launch-bound: the 2-layer drafter's call dispatches ~137 tensor operations
+(``op_count.py``) and costs 0.47-0.49 greedy steps of an iteration's 1.23-1.28 (docs/results.md, GPU). Replaying
+the call as one CUDA graph removes the launches but needs every shape and address fixed, so this drafter runs the
+call on static buffers (batch 1; the block drafter's lean layers of ``decoding.fast_decoder`` unchanged):
+
+    block   W = M + Q rows: M = k + 1 slots for the newly accepted tokens (padded; the n_new real ones first),
+            then the Q mask queries; every row written at cache slots fed .. fed + W - 1, then fed += n_new
+    cache   each layer's keys/values (1, H, CAP, d), CAP = T_MAX (256) + W, attended in
+            full under a mask computed on the device from ``fed`` and ``n_new`` (stale slots are never seen)
+    source  the encoder's keys/values in (1, H, S_MAX, d) buffers, a mask for the source length
+    tables  the queries' embeddings (``drafter_cache.QueryTable``) and the position embeddings up to T_MAX,
+            the former refilled per sentence into a fixed buffer
+
+so one graph serves every iteration of every sentence. More newly accepted tokens than M (after iterations the
+draft-length guard left undrafted) are fed in chunks of M. Batches of several rows, a source longer than S_MAX
+and a prefix within Q tokens of T_MAX fall back to the ordinary drafter (``BlockDrafter``). On a CPU the same step
+runs eagerly, which is what the check below compares with the ordinary drafter cache.
+
+    FAIRSEQ_PLUGINS_DECODERS=docs/experiments/graphed_drafter.py python -m fairseq_plugins.bench.latency ... \\
+        --decoders beam1,specdec,specdec-graph,specdec++,specdec++-graph
+    RUNS=... python docs/experiments/graphed_drafter.py [SENTENCES] [DEVICE] [DRAFT_LENGTH]   # vs the ordinary cache
+
+Registers ``specdec-graph`` and ``specdec++-graph`` (the options of ``specdec``; ``--drafter-precision`` is not
+read: the step's products are ``F.linear`` in the drafter's dtype). Prepared on a CPU (session of 2026-11-27,
+seventh, no GPU lent); its GPU run: ``docs/experiments/gpu_session8.sh``.
+"""
+import os
+import sys
+from typing import List, Optional
+
+if __name__ == "__main__":  # run as a script: the registry imports this file as its decoder module
+    os.environ["FAIRSEQ_PLUGINS_DECODERS"] = os.path.abspath(__file__)
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from fairseq_plugins.decoding.builder import build_speculative, load_drafter
+from fairseq_plugins.decoding.drafters import Draft
+from fairseq_plugins.decoding.fast_decoder import FastLayer, float_linear, lean_layers
+from fairseq_plugins.decoding.incremental import embed_positions_at
+from fairseq_plugins.decoding.registry import register_decoder
+from fairseq_plugins.decoding.specdec import PRESETS, BlockDrafter, SpecDecOptions, frequent_entries
+from fairseq_plugins.models import drafter_blocks
+from fairseq_plugins.models.drafter_cache import QueryTable, count_queries
+from fairseq_plugins_compat.errors import PluginError
+
+S_MAX = int(os.environ.get("GRAPH_SOURCE_MAX", "128"))  # longest source (tokens) the graph holds
+T_MAX = int(os.environ.get("GRAPH_TARGET_MAX", "256"))  # longest accepted prefix (tokens, with its EOS) it holds
+
+
+class StaticDrafterStep:
+    """The block drafter's cached proposal for one row on fixed buffers (see the module docstring).
+
+    decoder: a ``BlockDrafterDecoder`` with causal prefix attention (eval mode) whose layers the lean path runs;
+    n_new_max: M; n_queries: Q (its ``block_size``); vocab_limit: > 0 proposes among the first entries only.
+    """
+
+    def __init__(self, decoder, n_new_max: int, vocab_limit: int = 0):
+        self.decoder = decoder
+        self.m, self.q = n_new_max, decoder.block_size
+        self.width = self.m + self.q
+        weight = decoder.embed_tokens.weight
+        self.device = weight.device
+        layers = lean_layers(decoder, float_linear)
+        if layers is None:
+            raise PluginError("specdec-graph: the drafter's layers are not the standard transformer's")
+        self.limit = min(T_MAX, decoder.max_positions())  # the step's prefix stays within limit - Q tokens
+        self.capacity = self.limit + self.width
+        like = weight.new_zeros(1)
+        self.layers: List[FastLayer] = [FastLayer(w, 1, like) for w in layers]
+        for layer in self.layers:
+            shape = (1, layer.weights.heads, self.capacity, layer.weights.head_dim)
+            layer.key, layer.value = weight.new_zeros(shape), weight.new_zeros(shape)
+            enc_shape = (1, layer.weights.heads, S_MAX, layer.weights.head_dim)
+            layer.encoder_key, layer.encoder_value = weight.new_zeros(enc_shape), weight.new_zeros(enc_shape)
+        self.encoder_visible = torch.zeros(1, 1, 1, S_MAX, dtype=torch.bool, device=self.device)
+        self.query_table = weight.new_zeros(1, self.limit, weight.size(1))
+        self.position_table = self._position_table()
+        rows = decoder.output_projection.weight
+        self.output_weight = rows[:vocab_limit].contiguous() if vocab_limit else rows
+        self.banned = torch.tensor([b for b in decoder.banned if not vocab_limit or b < vocab_limit],
+                                   dtype=torch.long, device=self.device)
+        self.block_visible = drafter_blocks.block_attention_mask(self.m, self.q, prefix_causal=True, device=self.device)
+        self.offsets = torch.arange(self.width, device=self.device)
+        self.slot_numbers = torch.arange(self.capacity, device=self.device)
+        # the inputs and outputs the graph reads and writes
+        self.new_tokens = torch.full((1, self.m), decoder.padding_idx, dtype=torch.long, device=self.device)
+        self.fed = torch.zeros(1, dtype=torch.long, device=self.device)
+        self.n_new = torch.zeros(1, dtype=torch.long, device=self.device)
+        self.logits: Optional[Tensor] = None  # (1, Q, V) float32
+        self.graph = None
+
+    def _position_table(self) -> Optional[Tensor]:
+        """Position embeddings (P, C) for every fairseq position number the step can ask for, or None."""
+        embed = self.decoder.embed_positions
+        if embed is None:
+            return None
+        every = torch.arange(self.limit + self.decoder.padding_idx + 1, device=self.device)[None, :]
+        return embed_positions_at(embed, every)[0].contiguous()
+
+    def start(self, encoder_out):
+        """Refill the per-sentence buffers from the verifier's (shared) encoder output, batch 1."""
+        states = encoder_out["encoder_out"][0]  # (S, 1, C)
+        source_len = states.size(0)
+        for layer in self.layers:
+            w = layer.weights
+            keys = w.encoder_k(states).view(source_len, 1, w.heads, w.head_dim).permute(1, 2, 0, 3)
+            values = w.encoder_v(states).view(source_len, 1, w.heads, w.head_dim).permute(1, 2, 0, 3)
+            layer.encoder_key[:, :, :source_len] = keys
+            layer.encoder_value[:, :, :source_len] = values
+        self.encoder_visible.zero_()
+        self.encoder_visible[..., :source_len] = True
+        padding = encoder_out["encoder_padding_mask"]
+        if len(padding) > 0:
+            self.encoder_visible[0, 0, 0, :source_len] &= ~padding[0][0].to(torch.bool)
+        queries = QueryTable(self.decoder)._embed(1, self.limit, encoder_out)  # (1, limit, C)
+        self.query_table.copy_(queries)
+        self.fed.zero_()
+
+    def step(self):
+        """One proposal on the static buffers: the M new-token slots (``n_new`` real) and the Q queries through
+        the layers, the queries' logits into ``self.logits``; ``fed`` moves on by ``n_new``."""
+        decoder = self.decoder
+        pad = decoder.padding_idx
+        real = self.offsets[:self.m] < self.n_new  # (M,)
+        positions = (self.fed + 1 + pad + self.offsets[:self.m]).masked_fill(~real, pad)
+        x = decoder.embed_scale * decoder.embed_tokens(self.new_tokens)  # (1, M, C)
+        pos = None if self.position_table is None else self.position_table.index_select(0, positions)[None]
+        prefix = decoder.finish_embedding(x, pos)
+        first = self.fed + self.n_new - 1  # the query predicting the token after the last accepted one
+        queries = self.query_table.index_select(1, first + self.offsets[:self.q])  # (1, Q, C)
+        x = torch.cat([prefix, queries], dim=1).transpose(0, 1)  # (W, 1, C)
+        slots = self.fed + self.offsets  # (W,)
+        offset = self.slot_numbers - self.fed  # (CAP,)
+        in_block = (offset >= 0) & (offset < self.width)
+        index = offset.clamp(0, self.width - 1)
+        column_real = torch.cat([real, real.new_ones(self.q)])  # (W,)
+        seen = (self.block_visible[:, index] & column_real[index] & in_block) | (offset < 0)  # (W, CAP)
+        visible = seen[None, None]
+
+        def write(buffer: Tensor, new: Tensor):
+            buffer.index_copy_(2, slots, new)
+
+        for layer in self.layers:
+            x = layer.forward(x, write, self.capacity, visible, self.encoder_visible)
+        x = x[self.m:]
+        if decoder.layer_norm is not None:
+            x = decoder.layer_norm(x)
+        x = x.transpose(0, 1)
+        if decoder.project_out_dim is not None:
+            x = decoder.project_out_dim(x)
+        logits = F.linear(x, self.output_weight).float()
+        self.logits = logits.index_fill_(-1, self.banned, float("-inf"))
+        self.fed.add_(self.n_new)
+
+    def run(self):
+        """``step`` as a CUDA graph (captured on the first call) on a GPU, eagerly elsewhere."""
+        if self.device.type != "cuda":
+            self.step()
+            return
+        if self.graph is None:
+            self._capture()
+        self.graph.replay()
+
+    def _capture(self):
+        saved = self.fed.clone()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):  # warm-up outside the graph (cuBLAS workspaces, lazy inits)
+                self.fed.copy_(saved)
+                self.step()
+        torch.cuda.current_stream().wait_stream(stream)
+        self.fed.copy_(saved)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.step()
+        self.fed.copy_(saved)  # capturing ran nothing; the warm-up's writes are at slots later calls overwrite
+
+
+class GraphedBlockDrafter(BlockDrafter):
+    """``BlockDrafter`` whose batch-1 proposals run on a :class:`StaticDrafterStep` (one CUDA graph on a GPU)."""
+
+    def __init__(self, model, block_size: int, vocab_limit: int = 0):
+        super().__init__(model, vocab_limit=vocab_limit)
+        if not self.cached or not self.uses_verifier_encoder:
+            raise PluginError("specdec-graph needs a drafter with a causal prefix that shares the verifier's encoder")
+        self.static = StaticDrafterStep(model.decoder, block_size + 1, vocab_limit)
+        self.single = False
+        self.batch = None
+        self.fed = 0  # tokens fed to the static step (host copy of its ``fed``)
+        self.static_proposals = 0
+
+    def start(self, batch):
+        self.single = batch.src_tokens.size(0) == 1 and batch.src_tokens.size(1) <= S_MAX
+        if not self.single:
+            return super().start(batch)
+        self.batch = batch
+        self.encoder_out = batch.encoder_out
+        self.static.start(batch.encoder_out)
+        self.fed = 0
+
+    @torch.no_grad()
+    def propose(self, tokens, lengths, k):
+        length = int(lengths[0]) if self.single else 0
+        if self.single and (length + self.static.q > self.static.limit
+                            or count_queries(self.model.decoder, length, k) != self.static.q):
+            self.single = False  # the ordinary cache takes over for the rest of the sentence, fed from its start
+            super().start(self.batch)
+        if not self.single:
+            return super().propose(tokens, lengths, k)
+        static = self.static
+        while self.fed < length:
+            n_new = min(length - self.fed, static.m)
+            static.new_tokens.fill_(self.model.decoder.padding_idx)
+            static.new_tokens[0, :n_new] = tokens[0, self.fed:self.fed + n_new]
+            static.n_new.fill_(n_new)
+            static.run()
+            self.fed += n_new
+        self.static_proposals += 1
+        scores = static.logits[:, :k].clone()
+        return Draft(scores.argmax(-1), scores)
+
+    def keep_rows(self, rows):
+        if not self.single:
+            super().keep_rows(rows)
+
+
+def _build(name: str):
+    def build(task, models, args, opts):
+        drafter = load_drafter(task, models[0], opts.drafter_path, name, opts.block_size)
+        beta, tau = PRESETS[name.replace("-graph", "")]
+        beta = opts.beta if opts.beta is not None else beta
+        tau = opts.tau if opts.tau is not None else tau
+        block_size = opts.block_size or drafter.block_size
+        dictionary = task.target_dictionary
+        vocab_limit = opts.draft_vocab_size if opts.draft_vocab_size is not None else frequent_entries(dictionary)
+        adapter = GraphedBlockDrafter(drafter, block_size, vocab_limit=vocab_limit)
+        return build_speculative(task, models, args, name, adapter, opts, block_size, beta, tau)
+    return build
+
+
+
+
+class CheckingDrafter(GraphedBlockDrafter):
+    """The graphed drafter, with the ordinary cached drafter (``F.linear``) run beside it on the same calls:
+    counts the proposals whose drafts differ and the largest logit difference."""
+
+    def __init__(self, model, block_size: int, vocab_limit: int = 0):
+        super().__init__(model, block_size, vocab_limit)
+        self.reference = BlockDrafter(model, vocab_limit=vocab_limit, linear=float_linear)
+        self.proposals = self.differing = 0
+        self.largest = 0.0
+
+    def start(self, batch):
+        super().start(batch)
+        self.reference.start(batch)
+
+    def propose(self, tokens, lengths, k):
+        draft = super().propose(tokens, lengths, k)
+        expected = self.reference.propose(tokens, lengths, k)
+        self.proposals += 1
+        self.differing += int(not torch.equal(draft.tokens, expected.tokens))
+        finite = torch.isfinite(expected.scores)
+        self.largest = max(self.largest, float((draft.scores - expected.scores)[finite].abs().max()))
+        return draft
+
+    def keep_rows(self, rows):
+        super().keep_rows(rows)
+        self.reference.keep_rows(rows)
+
+
+def _build_checked(task, models, args, opts):
+    drafter = load_drafter(task, models[0], opts.drafter_path, "specdec-graph-check", opts.block_size)
+    block_size = opts.block_size or drafter.block_size
+    adapter = CheckingDrafter(drafter, block_size, frequent_entries(task.target_dictionary))
+    return build_speculative(task, models, args, "specdec-graph-check", adapter, opts, block_size)
+
+
+if __name__ != "__main__":  # as a script, the copy the registry imports registers them
+    register_decoder("specdec-graph", "SpecDec, the drafter's batch-1 call as one CUDA graph (experiment)",
+                     SpecDecOptions, needs_drafter=True)(_build("specdec-graph"))
+    register_decoder("specdec++-graph", "SpecDec++, the drafter's batch-1 call as one CUDA graph (experiment)",
+                     SpecDecOptions, needs_drafter=True, greedy_equivalent=False)(_build("specdec++-graph"))
+    register_decoder("specdec-graph-check", "specdec-graph checked against the ordinary drafter cache (experiment)",
+                     SpecDecOptions, needs_drafter=True)(_build_checked)
+
+
+def main(argv):
+    """Decode the first SENTENCES test2016 sentences with ``specdec`` and with the checked graphed drafter: the
+    outputs must be equal, and the drafts (the check's counts) should be."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import demo_pair
+
+    count = int(argv[0]) if argv else 100
+    device = argv[1] if len(argv) > 1 else "cpu"
+    draft_length = argv[2] if len(argv) > 2 else "fixed"  # measured: catch-ups after undrafted iterations too
+    sentences = demo_pair.raw_sentences(count)
+    outputs = {}
+    for decoding in ("specdec", "specdec-graph-check"):
+        translator = demo_pair.load(decoding=decoding, device=device, draft_length=draft_length,
+                                    sentencepiece_model="checkpoints/demo/sentencepiece.model")
+        outputs[decoding] = translator.translate(sentences)
+    check = translator.generator.drafter
+    same = sum(a == b for a, b in zip(outputs["specdec"], outputs["specdec-graph-check"]))
+    print(f"{count} sentences on {device}, --draft-length {draft_length}: outputs equal {same}/{count}; proposals {check.proposals} "
+          f"({check.static_proposals} by the static step), drafts "
+          f"differing {check.differing}, largest logit difference {check.largest:.2e}")
+    return 0 if same == count and check.differing == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
