@@ -102,6 +102,7 @@ class SpeculativeGenerator:
         self.guard = draft_length.DraftGuard(skip_catch_up=drafter.has_prefix_cache) if cfg.measured else None
         self.repack = False
         self.built = BuiltOnce()
+        self.cache_factory = VerifierCache  # (verifier, encoder_out, B, device, linear=, built=) -> its cache
 
     def limits(self, src_tokens: Tensor) -> acceptance.GenerationLimits:
         max_len = min(int(self.cfg.max_len_a * src_tokens.size(1) + self.cfg.max_len_b), self.max_positions - 1)
@@ -135,8 +136,8 @@ class SpeculativeGenerator:
         with section("encoder"):  # 1. encode once
             encode = encoder_function(self.verifier.encoder, self.verifier_linear, self.built)  # packed: fast_encoder's
             encoder_out = encode(src_tokens, src_lengths=src_lengths)
-            cache = VerifierCache(self.verifier, encoder_out, bsz, src_tokens.device, linear=self.verifier_linear,
-                                  built=self.built)
+            cache = self.cache_factory(self.verifier, encoder_out, bsz, src_tokens.device,
+                                       linear=self.verifier_linear, built=self.built)
             self.drafter.start(BatchStart(src_tokens, src_lengths, limits.max_len, encoder_out))
         state = self._initial_state(src_tokens, limits.max_len)
         finished: List[List[dict]] = [[] for _ in range(bsz)]
