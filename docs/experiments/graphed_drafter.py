@@ -78,16 +78,10 @@ class StaticDrafterStep:
             raise PluginError("specdec-graph: the drafter's layers are not the standard transformer's")
         self.limit = min(T_MAX, decoder.max_positions())  # the step's prefix stays within limit - Q tokens
         self.capacity = self.limit + self.width
-        like = weight.new_zeros(1)
-        self.layers: List[FastLayer] = [FastLayer(w, 1, like) for w in layers]
-        for layer in self.layers:
-            shape = (1, layer.weights.heads, self.capacity, layer.weights.head_dim)
-            layer.key, layer.value = weight.new_zeros(shape), weight.new_zeros(shape)
-            enc_shape = (1, layer.weights.heads, S_MAX, layer.weights.head_dim)
-            layer.encoder_key, layer.encoder_value = weight.new_zeros(enc_shape), weight.new_zeros(enc_shape)
+        self.layers = static_layers(layers, self.capacity, weight)
         self.encoder_visible = torch.zeros(1, 1, 1, S_MAX, dtype=torch.bool, device=self.device)
         self.query_table = weight.new_zeros(1, self.limit, weight.size(1))
-        self.position_table = self._position_table()
+        self.position_table = position_table(decoder, self.limit + decoder.padding_idx + 1)
         rows = decoder.output_projection.weight
         self.output_weight = rows[:vocab_limit].contiguous() if vocab_limit else rows
         self.banned = torch.tensor([b for b in decoder.banned if not vocab_limit or b < vocab_limit],
@@ -101,14 +95,6 @@ class StaticDrafterStep:
         self.n_new = torch.zeros(1, dtype=torch.long, device=self.device)
         self.logits: Optional[Tensor] = None  # (1, Q, V) float32
         self.graph = None
-
-    def _position_table(self) -> Optional[Tensor]:
-        """Position embeddings (P, C) for every fairseq position number the step can ask for, or None."""
-        embed = self.decoder.embed_positions
-        if embed is None:
-            return None
-        every = torch.arange(self.limit + self.decoder.padding_idx + 1, device=self.device)[None, :]
-        return embed_positions_at(embed, every)[0].contiguous()
 
     def start(self, encoder_out):
         """Refill the per-sentence buffers from the verifier's (shared) encoder output, batch 1."""
@@ -229,18 +215,9 @@ class StaticVerifier:
         self.device = weight.device
         self.limit = min(T_MAX, decoder.max_positions())
         self.capacity = self.limit + m_max
-        like = weight.new_zeros(1)
-        self.layers: List[FastLayer] = [FastLayer(w, 1, like) for w in layers]
-        for layer in self.layers:
-            shape = (1, layer.weights.heads, self.capacity, layer.weights.head_dim)
-            layer.key, layer.value = weight.new_zeros(shape), weight.new_zeros(shape)
-            enc_shape = (1, layer.weights.heads, S_MAX, layer.weights.head_dim)
-            layer.encoder_key, layer.encoder_value = weight.new_zeros(enc_shape), weight.new_zeros(enc_shape)
+        self.layers = static_layers(layers, self.capacity, weight)
         self.encoder_visible = torch.zeros(1, 1, 1, S_MAX, dtype=torch.bool, device=self.device)
-        rows = min(self.capacity, decoder.max_positions()) + decoder.padding_idx + 1
-        embed = decoder.embed_positions
-        self.position_table = None if embed is None else \
-            embed_positions_at(embed, torch.arange(rows, device=self.device)[None, :])[0].contiguous()
+        self.position_table = position_table(decoder, min(self.capacity, decoder.max_positions()) + decoder.padding_idx + 1)
         self.output = output_layer(decoder, linear)
         self.offsets = torch.arange(m_max, device=self.device)
         self.slot_numbers = torch.arange(self.capacity, device=self.device)
@@ -287,6 +264,25 @@ class StaticVerifier:
             self.graphs[m], self.outputs[m] = capture(lambda: self.step(m))
         self.graphs[m].replay()
         return self.outputs[m]
+
+
+def static_layers(layers, capacity: int, like: Tensor) -> List[FastLayer]:
+    """The lean layers for one row on fixed buffers: keys/values (1, H, capacity, d), the source's (1, H, S_MAX, d)."""
+    out = [FastLayer(w, 1, like) for w in layers]
+    for layer in out:
+        heads, head_dim = layer.weights.heads, layer.weights.head_dim
+        layer.key, layer.value = like.new_zeros(1, heads, capacity, head_dim), like.new_zeros(1, heads, capacity, head_dim)
+        layer.encoder_key = like.new_zeros(1, heads, S_MAX, head_dim)
+        layer.encoder_value = like.new_zeros(1, heads, S_MAX, head_dim)
+    return out
+
+
+def position_table(decoder, rows: int) -> Optional[Tensor]:
+    """The decoder's position embeddings (rows, C) for fairseq position numbers 0 .. rows - 1, or None."""
+    if decoder.embed_positions is None:
+        return None
+    every = torch.arange(rows, device=decoder.embed_tokens.weight.device)[None, :]
+    return embed_positions_at(decoder.embed_positions, every)[0].contiguous()
 
 
 def fill_source(layers: List[FastLayer], encoder_visible: Tensor, encoder_out):
