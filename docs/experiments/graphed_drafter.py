@@ -64,7 +64,7 @@ class StaticDrafterStep:
     """The block drafter's cached proposal for one row on fixed buffers (see the module docstring).
 
     decoder: a ``BlockDrafterDecoder`` with causal prefix attention (eval mode) whose layers the lean path runs;
-    n_new_max: M; n_queries: Q (its ``block_size``); vocab_limit: > 0 proposes among the first entries only.
+    n_new_max: M (Q is its ``block_size``); vocab_limit: > 0 proposes among the first entries only.
     """
 
     def __init__(self, decoder, n_new_max: int, vocab_limit: int = 0):
