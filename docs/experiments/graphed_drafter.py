@@ -46,12 +46,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from fairseq_plugins.decoding.builder import build_speculative, load_drafter
+from fairseq_plugins.decoding.builder import build_speculative
 from fairseq_plugins.decoding.drafters import Draft
-from fairseq_plugins.decoding.fast_decoder import FastLayer, float_linear, lean_layers
-from fairseq_plugins.decoding.incremental import VerifierCache, embed_positions_at, output_layer
+from fairseq_plugins.decoding.fast_decoder import FastLayer, float_linear, lean_layers, split_heads
+from fairseq_plugins.decoding.incremental import VerifierCache, decoder_input, embed_positions_at, output_layer
 from fairseq_plugins.decoding.registry import register_decoder
-from fairseq_plugins.decoding.specdec import PRESETS, BlockDrafter, SpecDecOptions, frequent_entries
+from fairseq_plugins.decoding.specdec import BlockDrafter, SpecDecOptions, specdec_settings
 from fairseq_plugins.models import drafter_blocks
 from fairseq_plugins.models.drafter_cache import QueryTable, count_queries
 from fairseq_plugins_compat.errors import PluginError
@@ -234,14 +234,9 @@ class StaticVerifier:
         """The block of the first m ``tokens`` -> log-probs (1, m, V) float32 and last states (1, m, C)."""
         decoder = self.decoder
         slots = self.valid + self.offsets[:m]  # (m,)
-        x = decoder.embed_scale * decoder.embed_tokens(self.tokens[:, :m])
-        if decoder.project_in_dim is not None:
-            x = decoder.project_in_dim(x)
-        if self.position_table is not None:
-            x = x + self.position_table.index_select(0, slots + decoder.padding_idx + 1)[None]
-        if decoder.layernorm_embedding is not None:
-            x = decoder.layernorm_embedding(x)
-        x = x.transpose(0, 1)  # (m, 1, C)
+        positions = None if self.position_table is None else \
+            self.position_table.index_select(0, slots + decoder.padding_idx + 1)[None]
+        x = decoder_input(decoder, self.tokens[:, :m], positions)  # (m, 1, C)
         visible = (self.slot_numbers[None, :] <= slots[:, None])[None, None]  # (1, 1, m, CAP)
 
         def write(buffer: Tensor, new: Tensor):
@@ -292,8 +287,8 @@ def fill_source(layers: List[FastLayer], encoder_visible: Tensor, encoder_out):
     source_len = states.size(0)
     for layer in layers:
         w = layer.weights
-        layer.encoder_key[:, :, :source_len] = w.encoder_k(states).view(source_len, 1, w.heads, w.head_dim).permute(1, 2, 0, 3)
-        layer.encoder_value[:, :, :source_len] = w.encoder_v(states).view(source_len, 1, w.heads, w.head_dim).permute(1, 2, 0, 3)
+        layer.encoder_key[:, :, :source_len] = split_heads(w.encoder_k(states), w.heads, w.head_dim)
+        layer.encoder_value[:, :, :source_len] = split_heads(w.encoder_v(states), w.heads, w.head_dim)
     encoder_visible.zero_()
     encoder_visible[..., :source_len] = True
     padding = encoder_out["encoder_padding_mask"]
@@ -367,21 +362,13 @@ class GraphedVerifierCaches:
 
 def _build(name: str):
     def build(task, models, args, opts):
-        drafter = load_drafter(task, models[0], opts.drafter_path, name, opts.block_size)
-        beta, tau = PRESETS[name.split("-graph")[0]]
-        beta = opts.beta if opts.beta is not None else beta
-        tau = opts.tau if opts.tau is not None else tau
-        block_size = opts.block_size or drafter.block_size
-        dictionary = task.target_dictionary
-        vocab_limit = opts.draft_vocab_size if opts.draft_vocab_size is not None else frequent_entries(dictionary)
+        drafter, beta, tau, block_size, vocab_limit = specdec_settings(task, models, opts, name, name.split("-graph")[0])
         adapter = GraphedBlockDrafter(drafter, block_size, vocab_limit=vocab_limit)
         generator = build_speculative(task, models, args, name, adapter, opts, block_size, beta, tau)
         if name.endswith("-all"):
             generator.cache_factory = GraphedVerifierCaches(block_size + 1)
         return generator
     return build
-
-
 
 
 class CheckingDrafter(GraphedBlockDrafter):
@@ -413,10 +400,10 @@ class CheckingDrafter(GraphedBlockDrafter):
 
 
 def _build_checked(task, models, args, opts):
-    drafter = load_drafter(task, models[0], opts.drafter_path, "specdec-graph-check", opts.block_size)
-    block_size = opts.block_size or drafter.block_size
-    adapter = CheckingDrafter(drafter, block_size, frequent_entries(task.target_dictionary))
-    return build_speculative(task, models, args, "specdec-graph-check", adapter, opts, block_size)
+    name = "specdec-graph-check"
+    drafter, beta, tau, block_size, vocab_limit = specdec_settings(task, models, opts, name, "specdec")
+    adapter = CheckingDrafter(drafter, block_size, vocab_limit)
+    return build_speculative(task, models, args, name, adapter, opts, block_size, beta, tau)
 
 
 if __name__ != "__main__":  # as a script, the copy the registry imports registers them
@@ -457,6 +444,7 @@ def main(argv):
           f"({drafter.static_proposals} by the static step), drafts differing {drafter.differing}, "
           f"largest logit difference {drafter.largest:.2e}")
     return 0 if min(same.values()) == count and drafter.differing == 0 else 1
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -67,6 +67,21 @@ def embed_positions_at(embed_positions, positions: Tensor) -> Optional[Tensor]:
     return F.embedding(positions, embed_positions.weight, embed_positions.padding_idx)
 
 
+def decoder_input(decoder, tokens: Tensor, positions: Optional[Tensor]) -> Tensor:
+    """fairseq's decoder input embedding of tokens (B, m) with their position embeddings (B, m, C) (None: none)
+    -> (m, B, C)."""
+    x = decoder.embed_scale * decoder.embed_tokens(tokens)
+    if decoder.quant_noise is not None:
+        x = decoder.quant_noise(x)
+    if decoder.project_in_dim is not None:
+        x = decoder.project_in_dim(x)
+    if positions is not None:
+        x = x + positions
+    if decoder.layernorm_embedding is not None:
+        x = decoder.layernorm_embedding(x)
+    return decoder.dropout_module(x).transpose(0, 1)
+
+
 def block_causal_mask(cached_len: int, m: int, like: Tensor) -> Optional[Tensor]:
     """(m, cached_len + m) additive mask: new token j sees the cache and new tokens <= j."""
     if m == 1:
@@ -194,17 +209,8 @@ class VerifierCache:
     def _embed(self, tokens: Tensor) -> Tensor:
         """fairseq's decoder input embedding at each row's steps: (B, m) -> (m, B, C)."""
         decoder = self.decoder
-        x = decoder.embed_scale * decoder.embed_tokens(tokens)
-        if decoder.quant_noise is not None:
-            x = decoder.quant_noise(x)
-        if decoder.project_in_dim is not None:
-            x = decoder.project_in_dim(x)
-        pos = embed_positions_at(decoder.embed_positions, self.steps(tokens.size(1)) + decoder.padding_idx + 1)
-        if pos is not None:
-            x = x + pos
-        if decoder.layernorm_embedding is not None:
-            x = decoder.layernorm_embedding(x)
-        return decoder.dropout_module(x).transpose(0, 1)
+        positions = embed_positions_at(decoder.embed_positions, self.steps(tokens.size(1)) + decoder.padding_idx + 1)
+        return decoder_input(decoder, tokens, positions)
 
     def rollback(self, kept: Tensor):
         """Keep, per row, the first ``kept[i]`` of the tokens the last ``forward_block`` fed.

@@ -173,21 +173,29 @@ def drafter_linear(opts, name: str, drafter):
     return float32_linears(round_weights=precision == "fp16")
 
 
+def specdec_settings(task, models, opts, name: str, preset: str):
+    """What a SpecDec-family builder reads from ``opts`` for ``--decoding name``: the drafter model (checked
+    against the verifier), beta and tau (``PRESETS[preset]`` unless given), k, and the draft vocabulary's size
+    (``--draft-vocab-size``, checked; default :func:`frequent_entries`)."""
+    drafter = load_drafter(task, models[0], opts.drafter_path, name, opts.block_size)
+    beta, tau = PRESETS[preset]
+    beta = opts.beta if opts.beta is not None else beta
+    tau = opts.tau if opts.tau is not None else tau
+    block_size = opts.block_size or drafter.block_size
+    dictionary = task.target_dictionary
+    vocab_limit = opts.draft_vocab_size if opts.draft_vocab_size is not None else frequent_entries(dictionary)
+    if vocab_limit < 0 or vocab_limit > len(dictionary):
+        raise PluginError(f"--draft-vocab-size must be between 0 and the vocabulary size {len(dictionary)}, "
+                          f"got {vocab_limit}")
+    if opts.draft_vocab_size is None and vocab_limit:
+        logger.info(f"{name}: the drafter proposes among the {vocab_limit} most frequent of {len(dictionary)} "
+                    f"tokens ({DRAFT_VOCAB_COVERAGE:.0%} of the dictionary's counts; --draft-vocab-size 0: all)")
+    return drafter, beta, tau, block_size, vocab_limit
+
+
 def _build_specdec(name):
     def build(task, models, args, opts):
-        drafter = load_drafter(task, models[0], opts.drafter_path, name, opts.block_size)
-        beta, tau = PRESETS[name]
-        beta = opts.beta if opts.beta is not None else beta
-        tau = opts.tau if opts.tau is not None else tau
-        block_size = opts.block_size or drafter.block_size
-        dictionary = task.target_dictionary
-        vocab_limit = opts.draft_vocab_size if opts.draft_vocab_size is not None else frequent_entries(dictionary)
-        if vocab_limit < 0 or vocab_limit > len(dictionary):
-            raise PluginError(f"--draft-vocab-size must be between 0 and the vocabulary size {len(dictionary)}, "
-                              f"got {vocab_limit}")
-        if opts.draft_vocab_size is None and vocab_limit:
-            logger.info(f"{name}: the drafter proposes among the {vocab_limit} most frequent of {len(dictionary)} "
-                        f"tokens ({DRAFT_VOCAB_COVERAGE:.0%} of the dictionary's counts; --draft-vocab-size 0: all)")
+        drafter, beta, tau, block_size, vocab_limit = specdec_settings(task, models, opts, name, name)
         adapter = BlockDrafter(drafter, vocab_limit=vocab_limit, linear=drafter_linear(opts, name, drafter))
         return build_speculative(task, models, args, name, adapter, opts, block_size, beta, tau)
 
