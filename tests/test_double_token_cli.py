@@ -229,6 +229,57 @@ def test_distilled_comparison_recipe_dry_run(reverse_data, tmp_path):
     assert "distilled already" in (runs / "double-token-comparison" / "pipeline-single_l2r.log").read_text()
 
 
+def test_distilled_comparison_recipe_with_a_given_teacher(reverse_data, tiny_checkpoint, tmp_path):
+    """TEACHER=<checkpoint> (issue 14: the SpecDec verifier distils): that model's translations are the
+    distillation, made before any training, and each pipeline trains on them first and on the original data
+    after; the four systems still end in one table."""
+    import json
+    import os
+    import subprocess
+
+    from conftest import BIN_DIR, REPO
+
+    env = {**os.environ, "DRY_RUN": "1", "PARALLEL": "1", "DATA": str(reverse_data),
+           "RAW": str(reverse_data.parent / "raw"), "SRC": "src", "TGT": "tgt", "REMOVE_BPE": "none",
+           "RUNS": str(tmp_path), "POLL_SECONDS": "1", "TEACHER": str(tiny_checkpoint),
+           "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
+    script = str(REPO / "recipes" / "double-token" / "compare-distilled-multi30k.sh")
+    proc = subprocess.run(["bash", script], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    runs = tmp_path / "multi30k"
+    distilled = runs / f"distilled-{tiny_checkpoint.stem}-beam5"
+    targets = (distilled / "text" / "train.tgt").read_text().splitlines()
+    references = (reverse_data.parent / "raw" / "train.tgt").read_text().splitlines()
+    assert len(targets) == len(references) == 600 and targets != references
+    assert not (runs / "distilled-single-beam5").exists()
+    for order in ("bidirectional", "single_l2r"):
+        log = (runs / "double-token-comparison" / f"pipeline-{order}.log").read_text()
+        assert log.index(f"{order} on the distilled data") < log.index(f"{order} on the original data"), log[-4000:]
+        for root in ("double-token", "double-token-distilled"):
+            assert (runs / root / order / "checkpoint_avg_best.pt").exists()
+    single_log = (runs / "double-token-comparison" / "pipeline-single_l2r.log").read_text()
+    assert single_log.index("distilling") < single_log.index("single_l2r on the distilled data")
+    result = json.loads((runs / "double-token-comparison" / "results.json").read_text())
+    assert len(result["rows"]) == 8
+
+
+def test_distilled_comparison_recipe_rejects_a_missing_teacher(reverse_data, tmp_path):
+    """A TEACHER that does not exist is refused in one line before anything trains."""
+    import os
+    import subprocess
+
+    from conftest import REPO
+
+    env = {**os.environ, "DRY_RUN": "1", "DATA": str(reverse_data), "RAW": str(reverse_data.parent / "raw"),
+           "SRC": "src", "TGT": "tgt", "REMOVE_BPE": "none", "RUNS": str(tmp_path),
+           "TEACHER": str(tmp_path / "no-such.pt")}
+    proc = subprocess.run(["bash", str(REPO / "recipes" / "double-token" / "compare-distilled-multi30k.sh")],
+                          env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    assert proc.returncode != 0 and "no-such.pt" in proc.stdout
+    assert not (tmp_path / "multi30k" / "double-token").exists()
+
+
 def test_multi30k_recipe_trains_on_after_a_stop_by_time(reverse_data, tmp_path):
     """A run stopped by --stop-time-hours is not marked done: the same command resumes it and
     trains to its end (a time budget splits a training across sessions; it does not finish it)."""

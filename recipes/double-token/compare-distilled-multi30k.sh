@@ -8,6 +8,9 @@
 # against the distilled single-token model, the others against the original one) and their valid-BLEU
 # curves in one plot.
 #   RUNS=... AUTOCAST=bf16 bash recipes/double-token/compare-distilled-multi30k.sh
+#   TEACHER=checkpoints/demo/verifier.pt ...   the distillation is this model's (issue 14: the SpecDec verifier's; it
+#                    must share DATA's dictionaries), made first: the distilled pair trains before the original pair
+#                    (which no longer gates it), so the pair that can meet the targets converges first
 #   PARALLEL=1 ...   two pipelines side by side, one CPU core each: the single-token model trains, distils and
 #                    trains on its distillation; the bidirectional model trains, waits for the distillation,
 #                    trains on it
@@ -23,10 +26,11 @@ main() {
   RAW=${RAW:-$RUNS/multi30k/spm}              # DATA's text before binarizing (RAW/train.SRC is distilled)
   SRC=${SRC:-en}; TGT=${TGT:-de}
   ORIGINAL_ROOT=${ORIGINAL_ROOT:-$RUNS/multi30k/double-token}              # the pair on the original data
-  DISTILLED=${DISTILLED:-$RUNS/multi30k/distilled-single-beam5}            # the distillation (text/, bin/)
+  TEACHER=${TEACHER:-}                        # empty: the converged single-token model; else a checkpoint
+  TEACHER_BEAM=${TEACHER_BEAM:-5}             # the teacher's beam when it distils
+  DISTILLED=${DISTILLED:-$RUNS/multi30k/distilled-$(teacher_name)-beam$TEACHER_BEAM}   # the distillation (text/, bin/)
   DISTILLED_ROOT=${DISTILLED_ROOT:-$RUNS/multi30k/double-token-distilled}  # the pair on the distillation
   OUT=${OUT:-$RUNS/multi30k/double-token-comparison}   # results.{md,png,json}, bleu-curves.png
-  TEACHER_BEAM=${TEACHER_BEAM:-5}             # the single-token model's beam when it distils
   PARALLEL=${PARALLEL:-0}
   # evaluation (as train-multi30k.sh's)
   GEN_SUBSET=${GEN_SUBSET:-test}; BEAM=${BEAM:-5}; THREADS=${THREADS:-1}
@@ -36,6 +40,7 @@ main() {
   if [ "$DRY_RUN" = 1 ]; then MAX_SENTENCES=${DRY_SENTENCES:-5}; BENCH_WARMUP=1; BEAM=2; fi
   case $PARALLEL in 0 | 1) ;; *) die "PARALLEL must be 0|1" ;; esac
   check_inputs "DATA=$DATA/dict.$SRC.txt" "RAW=$RAW/train.$SRC"
+  if [ -n "$TEACHER" ]; then check_inputs "TEACHER=$TEACHER"; fi
   export DATA SRC TGT REMOVE_BPE CONVERGE=1 EVALUATE=0
 
   mkdir -p "$OUT"
@@ -43,13 +48,18 @@ main() {
     train_side_by_side "$@"
   else
     local order
-    for order in bidirectional single_l2r; do train_order original "$order" "$@"; done
+    if [ -z "$TEACHER" ]; then for order in bidirectional single_l2r; do train_order original "$order" "$@"; done; fi
     distil
     for order in bidirectional single_l2r; do train_order distilled "$order" "$@"; done
+    if [ -n "$TEACHER" ]; then for order in bidirectional single_l2r; do train_order original "$order" "$@"; done; fi
   fi
   log "the four systems side by side -> $OUT"
   compare
 }
+
+# teacher_name: what DISTILLED's default is named after: single (the converged single-token model) or TEACHER's file
+# name without .pt
+teacher_name() { if [ -z "$TEACHER" ]; then echo single; else basename "$TEACHER" .pt; fi; }
 
 # save_root original|distilled: where the systems trained on that data live
 save_root() { if [ "$1" = original ]; then echo "$ORIGINAL_ROOT"; else echo "$DISTILLED_ROOT"; fi; }
@@ -65,15 +75,21 @@ train_order() {
 
 # train_side_by_side [fairseq-train options...]: one pipeline per core, logs OUT/pipeline-ORDER.log: the
 # single-token model trains, distils and trains on its distillation; the bidirectional model trains, waits for
-# the distillation, and trains on it
+# the distillation, and trains on it. With a TEACHER, each pipeline trains on the distillation first (the
+# single-token one makes it) and on the original data after.
 train_side_by_side() {
   local single bidirectional failed=()
   log "single_l2r and bidirectional side by side, logs $OUT/pipeline-{single_l2r,bidirectional}.log"
-  ( pin 1; train_order original single_l2r "$@"; distil; train_order distilled single_l2r "$@" ) \
+  ( pin 1; if [ -z "$TEACHER" ]; then train_order original single_l2r "$@"; fi
+    distil; train_order distilled single_l2r "$@"
+    if [ -n "$TEACHER" ]; then train_order original single_l2r "$@"; fi ) \
     > "$OUT/pipeline-single_l2r.log" 2>&1 &
   single=$!
-  ( pin 0; train_order original bidirectional "$@"; wait_for_distillation "$single"
-    train_order distilled bidirectional "$@" ) > "$OUT/pipeline-bidirectional.log" 2>&1 &
+  ( pin 0; if [ -z "$TEACHER" ]; then train_order original bidirectional "$@"; fi
+    wait_for_distillation "$single"
+    train_order distilled bidirectional "$@"
+    if [ -n "$TEACHER" ]; then train_order original bidirectional "$@"; fi ) \
+    > "$OUT/pipeline-bidirectional.log" 2>&1 &
   bidirectional=$!
   trap 'kill_tree $single; kill_tree $bidirectional' EXIT
   wait "$single" || failed+=("single_l2r (see $OUT/pipeline-single_l2r.log)")
@@ -99,10 +115,10 @@ wait_for_distillation() {
 
 distilled() { all_exist "$DISTILLED/bin/train.$SRC-$TGT.$TGT.bin"; }
 
-# distil: DISTILLED/bin = DATA with the training targets replaced by the converged single-token model's
-# translations (valid and test keep their references)
+# distil: DISTILLED/bin = DATA with the training targets replaced by the TEACHER's (default: the converged
+# single-token model's) translations (valid and test keep their references)
 distil() {
-  local teacher=$ORIGINAL_ROOT/single_l2r/checkpoint_avg_best.pt
+  local teacher=${TEACHER:-$ORIGINAL_ROOT/single_l2r/checkpoint_avg_best.pt}
   if distilled; then log "distilled already ($DISTILLED/bin)"; return; fi
   check_inputs "TEACHER=$teacher"
   TEACHER=$teacher TEACHER_DATA=$DATA VERIFIER_DATA=$DATA RAW=$RAW OUT=$DISTILLED BEAM=$TEACHER_BEAM DISTILL_VALID=0 \
