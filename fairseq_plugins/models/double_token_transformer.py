@@ -20,6 +20,7 @@ from fairseq.models.transformer.transformer_legacy import base_architecture
 from fairseq.modules import PositionalEmbedding
 from torch import Tensor
 
+from fairseq_plugins.decoding.incremental import decoder_input
 from fairseq_plugins.models.arch_defaults import SMALL_SIZES, TINY_SIZES, set_defaults, set_size_defaults
 from fairseq_plugins.double_token.dataset import DECODING_TARGET
 from fairseq_plugins.double_token.reorder import TOKENS_PER_STEP
@@ -63,19 +64,6 @@ class DoubleTokenTransformerDecoder(TransformerDecoderBase):
         self.set_incremental_state(incremental_state, "cached", {"length": torch.tensor(new_length)})
         return cached
 
-    def _embed(self, tokens, positions):
-        """tokens ``(B, T)``, positions ``(B, T, C)`` or None -> ``(T, B, C)`` layer input."""
-        x = self.embed_scale * self.embed_tokens(tokens.contiguous())
-        if self.quant_noise is not None:
-            x = self.quant_noise(x)
-        if self.project_in_dim is not None:
-            x = self.project_in_dim(x)
-        if positions is not None:
-            x = x + positions
-        if self.layernorm_embedding is not None:
-            x = self.layernorm_embedding(x)
-        return self.dropout_module(x).transpose(0, 1)
-
     def extract_features_scriptable(
         self,
         prev_output_tokens,
@@ -97,7 +85,7 @@ class DoubleTokenTransformerDecoder(TransformerDecoderBase):
             cached = self._cached_length(incremental_state, length)
             prev_output_tokens = prev_output_tokens[:, cached:]
             positions = positions[:, cached:] if positions is not None else None
-        x = self._embed(prev_output_tokens, positions)
+        x = decoder_input(self, prev_output_tokens.contiguous(), positions)
         self_attn_mask = None
         if incremental_state is not None:  # new tokens (one step) against the whole prefix
             self_attn_mask = step_mask(length, self.tokens_per_step, x.device, x.dtype)[cached:]
