@@ -256,8 +256,9 @@ def test_distilled_comparison_recipe_with_a_given_teacher(reverse_data, tiny_che
     for order in ("bidirectional", "single_l2r"):
         log = (runs / "double-token-comparison" / f"pipeline-{order}.log").read_text()
         assert log.index(f"{order} on the distilled data") < log.index(f"{order} on the original data"), log[-4000:]
-        for root in ("double-token", "double-token-distilled"):
+        for root in ("double-token", f"double-token-distilled-{tiny_checkpoint.stem}-beam5"):
             assert (runs / root / order / "checkpoint_avg_best.pt").exists()
+    assert not (runs / "double-token-distilled").exists()
     single_log = (runs / "double-token-comparison" / "pipeline-single_l2r.log").read_text()
     assert single_log.index("distilling") < single_log.index("single_l2r on the distilled data")
     result = json.loads((runs / "double-token-comparison" / "results.json").read_text())
