@@ -1,0 +1,283 @@
+"""Lossless SpecDec verifying a draft tree in one verifier pass: issue 13's other GPU lever, an experiment.
+
+The block drafter's k drafts are its top-1 token at each position. Its 2nd and 3rd tokens are often the verifier's
+choice where the top-1 is not (docs/results.md, "Draft trees": simulated on teacher-forced drafts of the demo
+drafter, top-3 branches at every position followed by 2 tokens of the main draft reach 4.03 tokens per iteration
+against 3.12, +29 %, for 61 verified tokens instead of 11). On a CPU the wider block costs more than it gains; on a
+GPU at batch 1 a verifier pass is launch-bound (docs/results.md, GPU), so the wider block is nearly free.
+
+The tree (``TreeShape``, static for a draft width k': A candidates per position at the first P positions, C
+continuation tokens per branch):
+
+    node 0          the pending token (the last accepted one, not yet fed)
+    nodes 1..k'     the main draft d_1..d_k' (rank 0 at positions 1..k'), a chain
+    per position i and rank a in 1..A-1: a branch node holding the drafter's rank-a token at position i, child of
+                    main node i - 1, followed by a chain of up to C nodes holding d_{i+1}, d_{i+2}, ...
+
+Every node is fed at decoding step valid + depth and attends to its row's cache and its own ancestors (the
+``block_visible`` mask of ``fast_decoder.FastDecoderLayers``). Acceptance is greedy decoding's: a node is accepted
+when its token is the verifier's choice after its parent, with fairseq's cumulative score summed one step at a time
+along the node's own path (so ties break as ``--beam 1``); the deepest node whose whole path is accepted wins, and
+the verifier's choice after it is the iteration's own token. Its path's keys/values are then moved to the slots
+valid .. valid + depth, and the core's rollback keeps them. The output is greedy's by construction.
+
+    FAIRSEQ_PLUGINS_DECODERS=docs/experiments/draft_tree.py python -m fairseq_plugins.bench.latency ... \\
+        --decoders beam1,specdec,specdec-tree
+    FAIRSEQ_PLUGINS_DECODERS=docs/experiments/draft_tree.py RUNS=... python docs/experiments/draft_tree.py \
+        [SENTENCES] [DEVICE] [DRAFT_LENGTH] [A C P]   # outputs and tokens per iteration vs specdec's
+
+``specdec-tree`` takes the options of ``specdec`` (SpecDec++'s beta and tau are refused: lossless only) and the
+tree's shape: ``--tree-ranks`` A (3), ``--tree-continuation`` C (2), ``--tree-positions`` P (0: every position;
+harness rows ``specdec-tree:tree_ranks=2,tree_positions=3``). Needs the verifier's lean layers (``fast_decoder``);
+the ``steps`` of viz traces are not kept for it.
+"""
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from fairseq_plugins.decoding import acceptance
+from fairseq_plugins.decoding.builder import build_speculative
+from fairseq_plugins.decoding.core import SpeculativeGenerator
+from fairseq_plugins.decoding.drafters import Iteration, draft_tokens
+from fairseq_plugins.decoding.fast_decoder import float_linear
+from fairseq_plugins.decoding.incremental import VerifierCache, decoder_input, embed_positions_at
+from fairseq_plugins.decoding.registry import register_decoder
+from fairseq_plugins.decoding.specdec import BlockDrafter, SpecDecOptions, drafter_linear, specdec_settings
+from fairseq_plugins_compat.errors import PluginError
+
+
+@dataclass
+class TreeOptions(SpecDecOptions):
+    tree_ranks: int = field(default=3, metadata={"help": "draft tree: the drafter's top-A tokens at a position "
+                                                         "(1: the plain chain)"})
+    tree_continuation: int = field(default=2, metadata={"help": "draft tree: main-draft tokens after each branch"})
+    tree_positions: int = field(default=0, metadata={"help": "draft tree: branches at the first P positions only "
+                                                             "(0: all)"})
+
+
+class TreeShape:
+    """The static tree for draft width ``width`` (k'), ``ranks`` (A), ``continuation`` (C) and ``positions`` (P).
+
+    source (m,): each node's index into the drafter's candidates flattened as (k', A) (position * A + rank; node 0,
+    the pending token, has none: -1); parent (m,); depth (m,); visible (m, m) bool, True where column b is an
+    ancestor of row j or j itself; levels: the nodes at each depth 1, 2, ..."""
+
+    def __init__(self, width: int, ranks: int, continuation: int, positions: int, device):
+        source, parent, depth = [-1], [0], [0]
+        for position in range(width):  # the main draft
+            source.append(position * ranks)
+            parent.append(position)
+            depth.append(position + 1)
+        for position in range(min(width, positions or width)):
+            for rank in range(1, ranks):
+                source.append(position * ranks + rank)
+                parent.append(position)  # main node `position` is d_position's node (0: the pending token)
+                depth.append(position + 1)
+                for step in range(1, continuation + 1):
+                    if position + step >= width:
+                        break
+                    source.append((position + step) * ranks)
+                    parent.append(len(source) - 2)
+                    depth.append(position + 1 + step)
+        m = len(source)
+        self.size = m
+        self.source = torch.tensor(source, device=device)
+        self.parent = torch.tensor(parent, device=device)
+        self.depth = torch.tensor(depth, device=device)
+        visible = torch.eye(m, dtype=torch.bool)
+        for node in range(1, m):  # parents come before their children
+            visible[node] |= visible[parent[node]]
+        self.visible = visible.to(device)
+        self.levels = [torch.nonzero(self.depth == d).squeeze(1) for d in range(1, int(self.depth.max()) + 1)]
+
+
+class TreeVerifierCache(VerifierCache):
+    """The verifier cache fed a whole tree per iteration (``forward_tree``), whose accepted path is then moved into
+    place (``keep_path``) before the core's ``rollback`` keeps it."""
+
+    def __init__(self, model, encoder_out: Dict, batch_size: int, device, linear=float_linear, built=None):
+        super().__init__(model, encoder_out, batch_size, device, linear=linear, built=built)
+        if not self.fast:
+            raise PluginError("specdec-tree needs the verifier's lean layers (fast_decoder); this verifier has "
+                              "layers they do not run")
+
+    def forward_tree(self, tokens: Tensor, tree: TreeShape):
+        """tokens (B, m) in the tree's node order -> log-probs (B, m, V) float32 and states (B, m, C); as
+        ``forward_block``, with each node at step valid + its depth and seeing only its ancestors in the block."""
+        decoder = self.decoder
+        steps = self.valid.unsqueeze(1) + tree.depth.unsqueeze(0)  # (B, m)
+        positions = embed_positions_at(decoder.embed_positions, steps + decoder.padding_idx + 1)
+        x = decoder_input(decoder, tokens, positions)
+        x = self.layers.forward(x, self.valid, self._fewest, self.length, block_visible=tree.visible)
+        if decoder.layer_norm is not None:
+            x = decoder.layer_norm(x)
+        x = x.transpose(0, 1)
+        if decoder.project_out_dim is not None:
+            x = decoder.project_out_dim(x)
+        self.length += tokens.size(1)
+        self.block_len = tokens.size(1)
+        return torch.log_softmax(self.output_layer(x).float(), dim=-1), x
+
+    def keep_path(self, path: Tensor):
+        """Move each row's path nodes (B, d): block slots valid + path[:, j] -> valid + j, in every layer."""
+        source = (self.valid.unsqueeze(1) + path)[:, None, :, None]
+        target = (self.valid.unsqueeze(1) + torch.arange(path.size(1), device=path.device))[:, None, :, None]
+        for layer in self.layers.layers:
+            for buffer in (layer.key, layer.value):
+                moved = buffer.gather(2, source.expand(-1, buffer.size(1), -1, buffer.size(3)))
+                buffer.scatter_(2, target.expand(-1, buffer.size(1), -1, buffer.size(3)), moved)
+
+
+class TreeGenerator(SpeculativeGenerator):
+    """The core's loop with a tree verified in place of the drafted chain (lossless SpecDec only)."""
+
+    def __init__(self, *args, ranks: int = 3, continuation: int = 2, positions: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not self.cfg.lossless:
+            raise PluginError("specdec-tree is lossless SpecDec: --beta/--tau are not read")
+        if self.cfg.adaptive:
+            raise PluginError("specdec-tree drafts whole blocks: --draft-length fixed or measured")
+        if ranks < 1 or continuation < 0 or positions < 0:
+            raise PluginError("--tree-ranks >= 1, --tree-continuation >= 0, --tree-positions >= 0")
+        self.ranks, self.continuation, self.positions = ranks, continuation, positions
+        self.cache_factory = TreeVerifierCache
+        self.trees: Dict[int, TreeShape] = {}
+        self._candidates: Optional[Tensor] = None  # (B, k', A) of the last draft
+        self._tree: Optional[Tuple[TreeShape, Tensor, TreeVerifierCache]] = None
+
+    def tree(self, width: int, device) -> TreeShape:
+        if width not in self.trees:
+            self.trees[width] = TreeShape(width, self.ranks, self.continuation, self.positions, device)
+        return self.trees[width]
+
+    def _draft(self, state, max_len) -> Tensor:
+        """As the core's, keeping the drafter's top-A tokens at the drafted positions (B, k', A)."""
+        k = max(0, min(int(state.k.max()), max_len - int(state.lengths.max()) + 1))
+        self._candidates = None
+        if k == 0:
+            return state.tokens[:, :0]
+        draft = draft_tokens(self.drafter.propose(state.tokens, state.lengths, k))
+        drafts = draft.tokens[:, :self._useful_width(draft.tokens)]
+        if draft.scores is None or self.ranks == 1:
+            self._candidates = drafts.unsqueeze(-1)
+        else:
+            ranks = min(self.ranks, draft.scores.size(-1))
+            self._candidates = draft.scores[:, :drafts.size(1)].topk(ranks, dim=-1).indices
+            self._candidates[:, :, 0] = drafts
+        return drafts
+
+    def _verify(self, cache, state, drafts, limits):
+        if drafts.size(1) == 0 or self._candidates is None:
+            self._tree = None
+            return super()._verify(cache, state, drafts, limits)
+        tree = self.tree(drafts.size(1), drafts.device)
+        pending = state.tokens.gather(1, (state.lengths - 1).unsqueeze(1))
+        flat = self._candidates.reshape(drafts.size(0), -1)
+        tokens = torch.cat([pending, flat.index_select(1, tree.source[1:])], dim=1)  # (B, m)
+        lprobs, hidden = cache.forward_tree(tokens, tree)
+        steps = cache.valid.unsqueeze(1) + tree.depth.unsqueeze(0)
+        self._tree = (tree, tokens, cache)
+        return acceptance.apply_limits(lprobs, steps, limits), hidden
+
+    def _accept(self, state, drafts, lprobs, hidden):
+        if self._tree is None:
+            return super()._accept(state, drafts, lprobs, hidden)
+        tree, tokens, cache = self._tree
+        k = drafts.size(1)
+        current = state.cum.gather(1, (state.lengths - 1).unsqueeze(1)).squeeze(1)
+        cum = node_cumulative_scores(lprobs, tokens, tree, current)  # (B, m)
+        choices, choice_cums = acceptance.verifier_choices(lprobs, cum)  # after each node
+        accepted = tokens == choices.index_select(1, tree.parent)  # (B, m); node 0 is not checked
+        accepted[:, 0] = True
+        on_path = ~((~accepted).unsqueeze(1) & tree.visible.unsqueeze(0)).any(dim=2)  # every ancestor accepted
+        best = torch.where(on_path, tree.depth.unsqueeze(0), -1).argmax(dim=1)  # (B,) the deepest (one per depth)
+        path = path_nodes(best, tree, k)  # (B, k + 1), node 0 first, past the end: the last node repeated
+        n_accepted = tree.depth.index_select(0, best)
+        path_tokens = tokens.gather(1, path[:, 1:])  # (B, k) the accepted tokens first
+        path_choices = choices.gather(1, path)  # (B, k + 1)
+        at = n_accepted.unsqueeze(1)
+        new_tokens = torch.cat([path_tokens, path_tokens.new_full((path_tokens.size(0), 1), self.pad)], dim=1)
+        new_tokens.scatter_(1, at, path_choices.gather(1, at))
+        path_cum = cum.gather(1, path)
+        new_cum = torch.cat([path_cum[:, 1:], path_cum[:, :1]], dim=1)
+        new_cum.scatter_(1, at, choice_cums.gather(1, path).gather(1, at))
+        n_new, done = self._cut_at_eos(new_tokens, n_accepted + 1)
+        cache.keep_path(path)
+        path_lprobs = lprobs.gather(1, path.unsqueeze(-1).expand(-1, -1, lprobs.size(-1)))
+        step = Iteration(lengths=state.lengths, drafts=path_tokens, choices=path_choices, new_tokens=new_tokens,
+                         n_new=n_new, lprobs=path_lprobs,
+                         hidden=hidden.gather(1, path.unsqueeze(-1).expand(-1, -1, hidden.size(-1)))
+                         if self.drafter.needs_verifier_hidden else None)
+        self._tree = None
+        return step, new_cum, done
+
+
+def node_cumulative_scores(lprobs: Tensor, tokens: Tensor, tree: TreeShape, cum0: Tensor) -> Tensor:
+    """fairseq's cumulative score (B, m) of each node's path: its parent's plus the log-prob of its token after the
+    parent, summed one step at a time in float32 (as ``acceptance.cumulative_scores`` along a chain)."""
+    picked = lprobs.index_select(1, tree.parent).gather(2, tokens.unsqueeze(-1)).squeeze(-1)  # (B, m)
+    cum = cum0.unsqueeze(1).expand(-1, tree.size).clone()
+    for level in tree.levels:
+        cum[:, level] = cum[:, tree.parent[level]] + picked[:, level]
+    return cum
+
+
+def path_nodes(best: Tensor, tree: TreeShape, k: int) -> Tensor:
+    """(B, k + 1): row i's ancestors of node best[i] by depth (node 0 first), then best[i] repeated."""
+    ancestors = tree.visible.index_select(0, best)  # (B, m), one ancestor per depth up to best's
+    column = torch.where(ancestors, tree.depth.unsqueeze(0), k + 1)  # the others into a column that is dropped
+    nodes = torch.arange(tree.size, device=best.device).expand_as(ancestors)
+    return best.unsqueeze(1).repeat(1, k + 2).scatter(1, column, nodes)[:, :k + 1]
+
+
+def _build(task, models, args, opts):
+    name = "specdec-tree"
+    drafter, beta, tau, block_size, vocab_limit = specdec_settings(task, models, opts, name, "specdec")
+    adapter = BlockDrafter(drafter, vocab_limit=vocab_limit, linear=drafter_linear(opts, "specdec", drafter))
+    plain = build_speculative(task, models, args, name, adapter, opts, block_size, beta, tau)
+    generator = TreeGenerator(plain.verifier, task.target_dictionary, adapter, plain.cfg, stats=plain.stats,
+                              verifier_linear=plain.verifier_linear, ranks=opts.tree_ranks,
+                              continuation=opts.tree_continuation, positions=opts.tree_positions)
+    generator.guard = plain.guard
+    return generator
+
+
+if __name__.startswith("fairseq_plugins_extra_"):  # imported by the registry (FAIRSEQ_PLUGINS_DECODERS), not a test
+    register_decoder("specdec-tree", "SpecDec verifying the drafter's top-A tokens as a tree (experiment)",
+                     TreeOptions, needs_drafter=True)(_build)
+
+
+def main(argv):
+    """Decode the first SENTENCES test2016 sentences with ``specdec`` and ``specdec-tree``: the outputs must be
+    equal; prints both decoders' tokens per iteration."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import demo_pair
+
+    count = int(argv[0]) if argv else 100
+    device = argv[1] if len(argv) > 1 else "cpu"
+    draft_length = argv[2] if len(argv) > 2 else "fixed"
+    shape = dict(zip(("tree_ranks", "tree_continuation", "tree_positions"), (int(a) for a in argv[3:6])))
+    sentences = demo_pair.raw_sentences(count)
+    outputs, per_iteration = {}, {}
+    for decoding in ("specdec", "specdec-tree"):
+        extra = shape if decoding == "specdec-tree" else {}
+        translator = demo_pair.load(decoding=decoding, device=device, draft_length=draft_length,
+                                    sentencepiece_model="checkpoints/demo/sentencepiece.model", **extra)
+        outputs[decoding] = translator.translate(sentences)
+        summary = translator.generator.stats.summary()
+        per_iteration[decoding] = (f"{summary['mean_accepted_per_iteration']:.2f} tokens per iteration, "
+                                   f"{summary['mean_iterations']:.2f} iterations per sentence")
+    same = sum(a == b for a, b in zip(outputs["specdec"], outputs["specdec-tree"]))
+    print(f"{count} sentences on {device}, --draft-length {draft_length}, tree {shape or 'default'}: "
+          f"outputs equal {same}/{count}")
+    for name, summary in per_iteration.items():
+        print(f"  {name}: {summary}")
+    return 0 if same == count else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
