@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import REPO
-from fairseq_plugins.decoding.core import SpeculativeConfig
+from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
 from fairseq_plugins.decoding.drafters import Draft, Drafter
 from fairseq_plugins_compat.errors import PluginError
 from test_speculative_parity import DICT, assert_same_hypotheses, greedy
@@ -94,7 +94,21 @@ def test_a_tree_accepts_more_per_iteration_than_its_main_draft():
     assert per_iteration["tree"] > per_iteration["chain"], per_iteration
 
 
-@pytest.mark.parametrize("options, message", [(dict(beta=3, tau=1.0), "lossless"), (dict(adaptive=True), "whole blocks")])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_one_rank_tree_is_the_core_chain_under_specdec_plus_plus(seed):
+    """With one rank the tree is the main draft alone: under SpecDec++'s rule (beta 3, tau 1) the tree's own
+    acceptance gives the core's output, scores and iterations."""
+    model = build_transformer(DICT, seed=seed, eos_boost=1.0)
+    batch = make_batch(DICT, [9, 4, 12], seed=seed)
+    references = [hypos[0]["tokens"] for hypos in greedy(model, batch, max_len_b=20)]
+    cfg = SpeculativeConfig(block_size=5, beta=3, tau=1.0, max_len_b=20)
+    core = SpeculativeGenerator(model, DICT, RankedDrafter(references, seed), cfg)
+    tree = draft_tree.TreeGenerator(model, DICT, RankedDrafter(references, seed), cfg, ranks=1)
+    assert_same_hypotheses(core.generate([model], batch), tree.generate([model], batch))
+    assert tree.stats.summary() == core.stats.summary()
+
+
+@pytest.mark.parametrize("options, message", [(dict(adaptive=True), "whole blocks")])
 def test_draft_tree_refuses_what_it_does_not_do(options, message):
     model = build_transformer(DICT, seed=0)
     with pytest.raises(PluginError, match=message):

@@ -1,4 +1,4 @@
-"""Lossless SpecDec verifying a draft tree in one verifier pass: issue 13's other GPU lever, an experiment.
+"""SpecDec verifying a draft tree in one verifier pass: issue 13's other GPU lever, an experiment.
 
 The block drafter's k drafts are its top-1 token at each position. Its 2nd and 3rd tokens are often the verifier's
 choice where the top-1 is not (docs/results.md, "Draft trees": simulated on teacher-forced drafts of the demo
@@ -19,15 +19,16 @@ Every node is fed at decoding step valid + depth and attends to its row's cache 
 when its token is the verifier's choice after its parent, with fairseq's cumulative score summed one step at a time
 along the node's own path (so ties break as ``--beam 1``); the deepest node whose whole path is accepted wins, and
 the verifier's choice after it is the iteration's own token. Its path's keys/values are then moved to the slots
-valid .. valid + depth, and the core's rollback keeps them. The output is greedy's by construction.
+valid .. valid + depth, and the core's rollback keeps them. The output is greedy's by construction. With SpecDec++'s
+rule (top-beta, tau) a node passes when its token is among its parent's top-beta within tau; where siblings pass, the
+first in node order (the main draft before the branches) is taken at the deepest depth.
 
     FAIRSEQ_PLUGINS_DECODERS=docs/experiments/draft_tree.py python -m fairseq_plugins.bench.latency ... \\
         --decoders beam1,specdec,specdec-tree
     FAIRSEQ_PLUGINS_DECODERS=docs/experiments/draft_tree.py RUNS=... python docs/experiments/draft_tree.py \
         [SENTENCES] [DEVICE] [DRAFT_LENGTH] [A C P]   # outputs and tokens per iteration vs specdec's
 
-``specdec-tree`` takes the options of ``specdec`` (SpecDec++'s beta and tau are refused: lossless only) and the
-tree's shape: ``--tree-ranks`` A (3), ``--tree-continuation`` C (2), ``--tree-positions`` P (0: every position;
+``specdec-tree`` and ``specdec++-tree`` take the options of ``specdec`` and ``specdec++`` and the tree's shape: ``--tree-ranks`` A (3), ``--tree-continuation`` C (2), ``--tree-positions`` P (0: every position;
 harness rows ``specdec-tree:tree_ranks=2,tree_positions=3``). Needs the verifier's lean layers (``fast_decoder``);
 the ``steps`` of viz traces are not kept for it.
 """
@@ -133,12 +134,10 @@ class TreeVerifierCache(VerifierCache):
 
 
 class TreeGenerator(SpeculativeGenerator):
-    """The core's loop with a tree verified in place of the drafted chain (lossless SpecDec only)."""
+    """The core's loop with a tree verified in place of the drafted chain."""
 
     def __init__(self, *args, ranks: int = 3, continuation: int = 2, positions: int = 0, **kwargs):
         super().__init__(*args, **kwargs)
-        if not self.cfg.lossless:
-            raise PluginError("specdec-tree is lossless SpecDec: --beta/--tau are not read")
         if self.cfg.adaptive:
             raise PluginError("specdec-tree drafts whole blocks: --draft-length fixed or measured")
         if ranks < 1 or continuation < 0 or positions < 0:
@@ -183,6 +182,15 @@ class TreeGenerator(SpeculativeGenerator):
         self._tree = (tree, tokens, cache)
         return acceptance.apply_limits(lprobs, steps, limits), hidden
 
+    def accepted_nodes(self, tokens: Tensor, choices: Tensor, lprobs: Tensor, tree: TreeShape) -> Tensor:
+        """(B, m) bool: node j's token passes the acceptance rule after its parent (greedy's choice; SpecDec++:
+        among the parent's top-beta within tau); node 0, the pending token, passes."""
+        parents = tree.parent[1:]
+        after_parent = torch.cat([choices.index_select(1, parents), choices[:, :1]], dim=1)  # the rule reads [:, :-1]
+        parent_lprobs = torch.cat([lprobs.index_select(1, parents), lprobs[:, :1]], dim=1)
+        passed = self.accept(tokens[:, 1:], after_parent, parent_lprobs)
+        return torch.cat([passed.new_ones(passed.size(0), 1), passed], dim=1)
+
     def _accept(self, state, drafts, lprobs, hidden):
         if self._tree is None:
             return super()._accept(state, drafts, lprobs, hidden)
@@ -191,10 +199,10 @@ class TreeGenerator(SpeculativeGenerator):
         current = state.cum.gather(1, (state.lengths - 1).unsqueeze(1)).squeeze(1)
         cum = node_cumulative_scores(lprobs, tokens, tree, current)  # (B, m)
         choices, choice_cums = acceptance.verifier_choices(lprobs, cum)  # after each node
-        accepted = tokens == choices.index_select(1, tree.parent)  # (B, m); node 0 is not checked
-        accepted[:, 0] = True
+        accepted = self.accepted_nodes(tokens, choices, lprobs, tree)
         on_path = ~((~accepted).unsqueeze(1) & tree.visible.unsqueeze(0)).any(dim=2)  # every ancestor accepted
-        best = torch.where(on_path, tree.depth.unsqueeze(0), -1).argmax(dim=1)  # (B,) the deepest (one per depth)
+        # the deepest: one per depth when lossless; SpecDec++ may pass siblings, the first (the main draft) wins
+        best = torch.where(on_path, tree.depth.unsqueeze(0), -1).argmax(dim=1)  # (B,)
         path = path_nodes(best, tree, k)  # (B, k + 1), node 0 first, past the end: the last node repeated
         n_accepted = tree.depth.index_select(0, best)
         path_tokens = tokens.gather(1, path[:, 1:])  # (B, k) the accepted tokens first
@@ -234,10 +242,14 @@ def path_nodes(best: Tensor, tree: TreeShape, k: int) -> Tensor:
     return best.unsqueeze(1).repeat(1, k + 2).scatter(1, column, nodes)[:, :k + 1]
 
 
-def _build(task, models, args, opts):
-    name = "specdec-tree"
-    drafter, beta, tau, block_size, vocab_limit = specdec_settings(task, models, opts, name, "specdec")
-    adapter = BlockDrafter(drafter, vocab_limit=vocab_limit, linear=drafter_linear(opts, "specdec", drafter))
+def _build(name: str):
+    return lambda task, models, args, opts: build_tree_generator(task, models, args, opts, name)
+
+
+def build_tree_generator(task, models, args, opts, name: str):
+    preset = name[:-len("-tree")]
+    drafter, beta, tau, block_size, vocab_limit = specdec_settings(task, models, opts, name, preset)
+    adapter = BlockDrafter(drafter, vocab_limit=vocab_limit, linear=drafter_linear(opts, preset, drafter))
     plain = build_speculative(task, models, args, name, adapter, opts, block_size, beta, tau)
     generator = TreeGenerator(plain.verifier, task.target_dictionary, adapter, plain.cfg, stats=plain.stats,
                               verifier_linear=plain.verifier_linear, ranks=opts.tree_ranks,
@@ -248,7 +260,9 @@ def _build(task, models, args, opts):
 
 if __name__.startswith("fairseq_plugins_extra_"):  # imported by the registry (FAIRSEQ_PLUGINS_DECODERS), not a test
     register_decoder("specdec-tree", "SpecDec verifying the drafter's top-A tokens as a tree (experiment)",
-                     TreeOptions, needs_drafter=True)(_build)
+                     TreeOptions, needs_drafter=True)(_build("specdec-tree"))
+    register_decoder("specdec++-tree", "SpecDec++ (top-beta, tau) over the drafter's top-A tokens as a tree "
+                     "(experiment)", TreeOptions, needs_drafter=True, greedy_equivalent=False)(_build("specdec++-tree"))
 
 
 def main(argv):
