@@ -17,7 +17,8 @@ from tiny_models import build_transformer, make_batch
 
 
 def load_experiment():
-    spec = importlib.util.spec_from_file_location("draft_tree_experiment", REPO / "docs" / "experiments" / "draft_tree.py")
+    path = REPO / "docs" / "experiments" / "draft_tree.py"
+    spec = importlib.util.spec_from_file_location("draft_tree_experiment", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # not through the registry: specdec-tree is not registered
     return module

@@ -15,22 +15,24 @@ continuation tokens per branch):
                     main node i - 1, followed by a chain of up to C nodes holding d_{i+1}, d_{i+2}, ...
 
 Every node is fed at decoding step valid + depth and attends to its row's cache and its own ancestors (the
-``block_visible`` mask of ``fast_decoder.FastDecoderLayers``). Acceptance is greedy decoding's: a node is accepted
-when its token is the verifier's choice after its parent, with fairseq's cumulative score summed one step at a time
-along the node's own path (so ties break as ``--beam 1``); the deepest node whose whole path is accepted wins, and
-the verifier's choice after it is the iteration's own token. Its path's keys/values are then moved to the slots
-valid .. valid + depth, and the core's rollback keeps them. The output is greedy's by construction. With SpecDec++'s
-rule (top-beta, tau) a node passes when its token is among its parent's top-beta within tau; where siblings pass, the
-first in node order (the main draft before the branches) is taken at the deepest depth.
+``block_visible`` mask of ``fast_decoder.FastDecoderLayers``); the output layer then reads out only the nodes that
+matter. The main draft is accepted as the core accepts a chain (greedy's choice after each node, fairseq's cumulative
+score summed one step at a time, so ties break as ``--beam 1``), up to its first rejected position n; there, the
+first branch off main node n whose token passes (greedy's choice at n: exactly one can), and its continuation,
+accepted the same way; the verifier's choice after the last accepted node is the iteration's own token. The path's
+keys/values are then moved to the slots valid .. valid + depth, and the core's rollback keeps them. The output is
+greedy's by construction. With SpecDec++'s rule (top-beta, tau) a token passes when it is among its parent's
+top-beta within tau; the first passing branch at n is taken.
 
     FAIRSEQ_PLUGINS_DECODERS=docs/experiments/draft_tree.py python -m fairseq_plugins.bench.latency ... \\
         --decoders beam1,specdec,specdec-tree
-    FAIRSEQ_PLUGINS_DECODERS=docs/experiments/draft_tree.py RUNS=... python docs/experiments/draft_tree.py \
+    FAIRSEQ_PLUGINS_DECODERS=docs/experiments/draft_tree.py RUNS=... python docs/experiments/draft_tree.py \\
         [SENTENCES] [DEVICE] [DRAFT_LENGTH] [A C P]   # outputs and tokens per iteration vs specdec's
 
-``specdec-tree`` and ``specdec++-tree`` take the options of ``specdec`` and ``specdec++`` and the tree's shape: ``--tree-ranks`` A (3), ``--tree-continuation`` C (2), ``--tree-positions`` P (0: every position;
-harness rows ``specdec-tree:tree_ranks=2,tree_positions=3``). Needs the verifier's lean layers (``fast_decoder``);
-the ``steps`` of viz traces are not kept for it.
+``specdec-tree`` and ``specdec++-tree`` take the options of ``specdec`` and ``specdec++`` and the tree's shape:
+``--tree-ranks`` A (3), ``--tree-continuation`` C (2), ``--tree-positions`` P (0: every position; harness rows
+``specdec-tree:tree_ranks=2,tree_positions=3``). Needs the verifier's lean layers (``fast_decoder``); the ``steps``
+of viz traces are not kept for it.
 """
 import os
 import sys
@@ -65,7 +67,8 @@ class TreeShape:
 
     source (m,): each node's index into the drafter's candidates flattened as (k', A) (position * A + rank; node 0,
     the pending token, has none: -1); parent (m,); depth (m,); visible (m, m) bool, True where column b is an
-    ancestor of row j or j itself; levels: the nodes at each depth 1, 2, ..."""
+    ancestor of row j or j itself; branches (k' + 1, A - 1): the branch nodes off main node p, -1 where none;
+    follow (k' + 1,): how many continuation nodes follow each branch off main node p."""
 
     def __init__(self, width: int, ranks: int, continuation: int, positions: int, device):
         source, parent, depth = [-1], [0], [0]
@@ -93,7 +96,17 @@ class TreeShape:
         for node in range(1, m):  # parents come before their children
             visible[node] |= visible[parent[node]]
         self.visible = visible.to(device)
-        self.levels = [torch.nonzero(self.depth == d).squeeze(1) for d in range(1, int(self.depth.max()) + 1)]
+        self.width, self.continuation = width, continuation
+        # the branches off each main node p (0..width): their nodes (width + 1, A - 1), -1 where none, and how many
+        # continuation nodes follow each (width + 1,); a branch's continuation nodes follow it in node order
+        branches = torch.full((width + 1, max(ranks - 1, 0)), -1, dtype=torch.long)
+        follow = torch.zeros(width + 1, dtype=torch.long)
+        for node in range(width + 1, m):
+            if source[node] % ranks:  # a branch: rank > 0
+                position = source[node] // ranks
+                branches[position, source[node] % ranks - 1] = node
+                follow[position] = min(continuation, width - 1 - position)
+        self.branches, self.follow = branches.to(device), follow.to(device)
 
 
 class TreeVerifierCache(VerifierCache):
@@ -106,9 +119,10 @@ class TreeVerifierCache(VerifierCache):
             raise PluginError("specdec-tree needs the verifier's lean layers (fast_decoder); this verifier has "
                               "layers they do not run")
 
-    def forward_tree(self, tokens: Tensor, tree: TreeShape):
-        """tokens (B, m) in the tree's node order -> log-probs (B, m, V) float32 and states (B, m, C); as
-        ``forward_block``, with each node at step valid + its depth and seeing only its ancestors in the block."""
+    def forward_tree(self, tokens: Tensor, tree: TreeShape) -> Tensor:
+        """tokens (B, m) in the tree's node order -> the last decoder states (B, m, C), as ``forward_block``'s, with
+        each node at step valid + its depth and seeing only its ancestors in the block (``log_probs`` reads out the
+        nodes that matter)."""
         decoder = self.decoder
         steps = self.valid.unsqueeze(1) + tree.depth.unsqueeze(0)  # (B, m)
         positions = embed_positions_at(decoder.embed_positions, steps + decoder.padding_idx + 1)
@@ -121,7 +135,11 @@ class TreeVerifierCache(VerifierCache):
             x = decoder.project_out_dim(x)
         self.length += tokens.size(1)
         self.block_len = tokens.size(1)
-        return torch.log_softmax(self.output_layer(x).float(), dim=-1), x
+        return x
+
+    def log_probs(self, states: Tensor) -> Tensor:
+        """Decoder states (B, n, C) -> log-probabilities (B, n, V) float32."""
+        return torch.log_softmax(self.output_layer(states).float(), dim=-1)
 
     def keep_path(self, path: Tensor):
         """Move each row's path nodes (B, d): block slots valid + path[:, j] -> valid + j, in every layer."""
@@ -170,6 +188,8 @@ class TreeGenerator(SpeculativeGenerator):
         return drafts
 
     def _verify(self, cache, state, drafts, limits):
+        """The whole tree in one pass; returns the main draft's log-probs (B, k'+1, V) and states (B, k'+1, C), as
+        the core's chain, and keeps the rest for ``_accept``."""
         if drafts.size(1) == 0 or self._candidates is None:
             self._tree = None
             return super()._verify(cache, state, drafts, limits)
@@ -177,69 +197,91 @@ class TreeGenerator(SpeculativeGenerator):
         pending = state.tokens.gather(1, (state.lengths - 1).unsqueeze(1))
         flat = self._candidates.reshape(drafts.size(0), -1)
         tokens = torch.cat([pending, flat.index_select(1, tree.source[1:])], dim=1)  # (B, m)
-        lprobs, hidden = cache.forward_tree(tokens, tree)
-        steps = cache.valid.unsqueeze(1) + tree.depth.unsqueeze(0)
-        self._tree = (tree, tokens, cache)
-        return acceptance.apply_limits(lprobs, steps, limits), hidden
-
-    def accepted_nodes(self, tokens: Tensor, choices: Tensor, lprobs: Tensor, tree: TreeShape) -> Tensor:
-        """(B, m) bool: node j's token passes the acceptance rule after its parent (greedy's choice; SpecDec++:
-        among the parent's top-beta within tau); node 0, the pending token, passes."""
-        parents = tree.parent[1:]
-        after_parent = torch.cat([choices.index_select(1, parents), choices[:, :1]], dim=1)  # the rule reads [:, :-1]
-        parent_lprobs = torch.cat([lprobs.index_select(1, parents), lprobs[:, :1]], dim=1)
-        passed = self.accept(tokens[:, 1:], after_parent, parent_lprobs)
-        return torch.cat([passed.new_ones(passed.size(0), 1), passed], dim=1)
+        states = cache.forward_tree(tokens, tree)
+        main = states[:, :tree.width + 1]
+        self._tree = (tree, tokens, states, cache, limits)
+        return acceptance.apply_limits(cache.log_probs(main), cache.steps(tree.width + 1), limits), main
 
     def _accept(self, state, drafts, lprobs, hidden):
+        """The main draft accepted as the core accepts a chain, up to its first rejected position n; there, the branch
+        whose token passes (greedy's choice, or SpecDec++'s rule), if the tree has one, and its continuation, accepted
+        the same way. Returns what the core's ``_accept`` returns, for the path taken."""
         if self._tree is None:
             return super()._accept(state, drafts, lprobs, hidden)
-        tree, tokens, cache = self._tree
-        k = drafts.size(1)
-        current = state.cum.gather(1, (state.lengths - 1).unsqueeze(1)).squeeze(1)
-        cum = node_cumulative_scores(lprobs, tokens, tree, current)  # (B, m)
-        choices, choice_cums = acceptance.verifier_choices(lprobs, cum)  # after each node
-        accepted = self.accepted_nodes(tokens, choices, lprobs, tree)
-        on_path = ~((~accepted).unsqueeze(1) & tree.visible.unsqueeze(0)).any(dim=2)  # every ancestor accepted
-        # the deepest: one per depth when lossless; SpecDec++ may pass siblings, the first (the main draft) wins
-        best = torch.where(on_path, tree.depth.unsqueeze(0), -1).argmax(dim=1)  # (B,)
-        path = path_nodes(best, tree, k)  # (B, k + 1), node 0 first, past the end: the last node repeated
-        n_accepted = tree.depth.index_select(0, best)
-        path_tokens = tokens.gather(1, path[:, 1:])  # (B, k) the accepted tokens first
-        path_choices = choices.gather(1, path)  # (B, k + 1)
-        at = n_accepted.unsqueeze(1)
-        new_tokens = torch.cat([path_tokens, path_tokens.new_full((path_tokens.size(0), 1), self.pad)], dim=1)
-        new_tokens.scatter_(1, at, path_choices.gather(1, at))
-        path_cum = cum.gather(1, path)
-        new_cum = torch.cat([path_cum[:, 1:], path_cum[:, :1]], dim=1)
-        new_cum.scatter_(1, at, choice_cums.gather(1, path).gather(1, at))
-        n_new, done = self._cut_at_eos(new_tokens, n_accepted + 1)
-        cache.keep_path(path)
-        path_lprobs = lprobs.gather(1, path.unsqueeze(-1).expand(-1, -1, lprobs.size(-1)))
-        step = Iteration(lengths=state.lengths, drafts=path_tokens, choices=path_choices, new_tokens=new_tokens,
-                         n_new=n_new, lprobs=path_lprobs,
-                         hidden=hidden.gather(1, path.unsqueeze(-1).expand(-1, -1, hidden.size(-1)))
-                         if self.drafter.needs_verifier_hidden else None)
+        tree, tokens, states, cache, limits = self._tree
         self._tree = None
+        current = state.cum.gather(1, (state.lengths - 1).unsqueeze(1)).squeeze(1)
+        cums = acceptance.cumulative_scores(lprobs, drafts, current)  # (B, k+1) along the main draft
+        choices, choice_cums = acceptance.verifier_choices(lprobs, cums)
+        n = acceptance.leading_true(self.accept(drafts, choices, lprobs))  # (B,) main-draft tokens accepted
+        branch = self._branch(tree, tokens, states, cache, limits, n, cums, choices, lprobs)
+        main_nodes = torch.arange(tree.width + 1, device=drafts.device).expand(drafts.size(0), -1)
+        main = (main_nodes, tokens[:, :tree.width + 1], choices, cums, choice_cums, lprobs)
+        if branch is None:
+            n_accepted = n
+            path, path_tokens, path_choices, path_cums, path_choice_cums, path_lprobs = main
+        else:
+            taken, *branch_arrays = branch
+            n_accepted = n + taken  # taken: 0 without a branch, else 1 + its accepted continuation tokens
+            # path position j: main node j up to n, then the branch's nodes, in [main | branch] arrays
+            j = main_nodes[:1]
+            index = torch.where((j > n.unsqueeze(1)) & (taken > 0).unsqueeze(1), tree.width + j - n.unsqueeze(1), j)
+            path, path_tokens, path_choices, path_cums, path_choice_cums, path_lprobs = (
+                along_path(index, of_main, of_branch) for of_main, of_branch in zip(main, branch_arrays))
+        at = n_accepted.unsqueeze(1)
+        accepted_tokens = path_tokens[:, 1:]  # (B, k) the path's tokens after the pending one
+        new_tokens = torch.cat([accepted_tokens, accepted_tokens.new_full((drafts.size(0), 1), self.pad)], dim=1)
+        new_tokens.scatter_(1, at, path_choices.gather(1, at))
+        new_cum = torch.cat([path_cums[:, 1:], path_cums[:, :1]], dim=1)
+        new_cum.scatter_(1, at, path_choice_cums.gather(1, at))
+        n_new, done = self._cut_at_eos(new_tokens, n_accepted + 1)
+        if branch is not None:
+            cache.keep_path(path)
+        step = Iteration(lengths=state.lengths, drafts=accepted_tokens, choices=path_choices, new_tokens=new_tokens,
+                         n_new=n_new, lprobs=path_lprobs,
+                         hidden=states.gather(1, path.unsqueeze(-1).expand(-1, -1, states.size(-1)))
+                         if self.drafter.needs_verifier_hidden else None)
         return step, new_cum, done
 
+    def _branch(self, tree, tokens, states, cache, limits, n, cums, choices, lprobs):
+        """At main position n (B,): the first branch whose token passes the rule after main node n, and its
+        continuation. None when no row has one; else (taken (B,): 0, or 1 + the continuation tokens accepted;
+        then, as the main draft's arrays in ``_accept``: the branch's nodes, tokens, choices after each node, cumulative
+        scores and the choices' scores (B, C+1), log-probs after each node (B, C+1, V))."""
+        if tree.branches.size(1) == 0:
+            return None
+        offered = tree.branches.index_select(0, n)  # (B, A-1) branch nodes off main node n, -1: none
+        alternatives = tokens.gather(1, offered.clamp(min=0))
+        after = lprobs.gather(1, n.view(-1, 1, 1).expand(-1, 1, lprobs.size(-1)))  # (B, 1, V) after main node n
+        width = offered.size(1)
+        passed = self.accept(alternatives, choices.gather(1, n.unsqueeze(1)).expand(-1, width + 1),
+                             after.expand(-1, width + 1, -1)) & (offered >= 0)
+        has = passed.any(dim=1)
+        if not bool(has.any()):
+            return None
+        first = passed.long().argmax(dim=1, keepdim=True)  # the first passing rank
+        follow = tree.follow.index_select(0, n)  # (B,)
+        steps_ahead = torch.arange(tree.continuation + 1, device=n.device).unsqueeze(0)
+        usable = (steps_ahead <= follow.unsqueeze(1)) & has.unsqueeze(1)  # (B, C+1)
+        nodes = offered.gather(1, first).clamp(min=0) + steps_ahead.masked_fill(~usable, 0)
+        b_tokens = tokens.gather(1, nodes)  # the branch token, then its continuation
+        b_lprobs = acceptance.apply_limits(
+            cache.log_probs(states.gather(1, nodes.unsqueeze(-1).expand(-1, -1, states.size(-1)))),
+            cache.valid.unsqueeze(1) + n.unsqueeze(1) + 1 + steps_ahead, limits)
+        branch_cum = cums.gather(1, n.unsqueeze(1)).squeeze(1) + after.squeeze(1).gather(1, b_tokens[:, :1]).squeeze(1)
+        b_cums = acceptance.cumulative_scores(b_lprobs, b_tokens[:, 1:], branch_cum)  # (B, C+1)
+        b_choices, b_choice_cums = acceptance.verifier_choices(b_lprobs, b_cums)
+        followed = acceptance.leading_true(self.accept(b_tokens[:, 1:], b_choices, b_lprobs) & usable[:, 1:])
+        taken = torch.where(has, 1 + followed, torch.zeros_like(followed))
+        return taken, nodes, b_tokens, b_choices, b_cums, b_choice_cums, b_lprobs
 
-def node_cumulative_scores(lprobs: Tensor, tokens: Tensor, tree: TreeShape, cum0: Tensor) -> Tensor:
-    """fairseq's cumulative score (B, m) of each node's path: its parent's plus the log-prob of its token after the
-    parent, summed one step at a time in float32 (as ``acceptance.cumulative_scores`` along a chain)."""
-    picked = lprobs.index_select(1, tree.parent).gather(2, tokens.unsqueeze(-1)).squeeze(-1)  # (B, m)
-    cum = cum0.unsqueeze(1).expand(-1, tree.size).clone()
-    for level in tree.levels:
-        cum[:, level] = cum[:, tree.parent[level]] + picked[:, level]
-    return cum
 
-
-def path_nodes(best: Tensor, tree: TreeShape, k: int) -> Tensor:
-    """(B, k + 1): row i's ancestors of node best[i] by depth (node 0 first), then best[i] repeated."""
-    ancestors = tree.visible.index_select(0, best)  # (B, m), one ancestor per depth up to best's
-    column = torch.where(ancestors, tree.depth.unsqueeze(0), k + 1)  # the others into a column that is dropped
-    nodes = torch.arange(tree.size, device=best.device).expand_as(ancestors)
-    return best.unsqueeze(1).repeat(1, k + 2).scatter(1, column, nodes)[:, :k + 1]
+def along_path(index: Tensor, of_main: Tensor, of_branch: Tensor) -> Tensor:
+    """Values (B, k+1[, V]) along the path whose position j is column ``index[:, j]`` of [of_main | of_branch],
+    the main draft's (B, k+1[, V]) and the branch's (B, C+1[, V])."""
+    joined = torch.cat([of_main, of_branch], dim=1)
+    index = index.clamp(max=joined.size(1) - 1)
+    return joined.gather(1, index if joined.dim() == 2 else index.unsqueeze(-1).expand(-1, -1, joined.size(-1)))
 
 
 def _build(name: str):
