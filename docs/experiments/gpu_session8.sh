@@ -9,10 +9,10 @@
 #   phase 2, the GPU to itself: the harness as gpu_session6.sh (float32, batch 1, 2 rounds, --profile) on the first
 #            SENTENCES (default 300) test2016 sentences, rows beam1, specdec, specdec-graph, specdec-graph-all,
 #            specdec++, specdec++-graph-all, and the other lever, docs/experiments/draft_tree.py: specdec-tree (the
-#            drafter's top-3 at every position, 2 main-draft tokens after each branch: 4.64 tokens per iteration vs
-#            3.71 on 300 test2016 sentences on a CPU, where its 65-token verification costs more than it gains and
-#            the default draft-length guard turns drafting off) with the guard and drafting every iteration, and
-#            specdec++-tree (5.54 tokens per iteration vs 4.56, BLEU 30.40 vs 30.12, greedy 29.77 on those 300)
+#            drafter's top-3 at every position, 2 main-draft tokens after each branch: 4.47 tokens per iteration vs
+#            3.58 on test2016 on a CPU, where its 65-token verification costs more than it gains and the default
+#            draft-length guard turns drafting off) with the guard and drafting every iteration, and specdec++-tree
+#            (5.30 tokens per iteration vs 4.37, BLEU 30.34 vs 30.26, greedy 29.69)
 # Carry .whl and gpu (docs/experiments/gpu_prepare.sh: gpu/bin and gpu/test.en); run once with timeout_s 600, then
 # give the machine back. LOCAL=1: dry check on a CPU.
 SENTENCES=${SENTENCES:-300}
