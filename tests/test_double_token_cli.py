@@ -253,16 +253,18 @@ def test_distilled_comparison_recipe_with_a_given_teacher(reverse_data, tiny_che
     references = (reverse_data.parent / "raw" / "train.tgt").read_text().splitlines()
     assert len(targets) == len(references) == 600 and targets != references
     assert not (runs / "distilled-single-beam5").exists()
+    out = runs / f"double-token-comparison-{tiny_checkpoint.stem}-beam5"
     for order in ("bidirectional", "single_l2r"):
-        log = (runs / "double-token-comparison" / f"pipeline-{order}.log").read_text()
+        log = (out / f"pipeline-{order}.log").read_text()
         assert log.index(f"{order} on the distilled data") < log.index(f"{order} on the original data"), log[-4000:]
         for root in ("double-token", f"double-token-distilled-{tiny_checkpoint.stem}-beam5"):
             assert (runs / root / order / "checkpoint_avg_best.pt").exists()
     assert not (runs / "double-token-distilled").exists()
-    single_log = (runs / "double-token-comparison" / "pipeline-single_l2r.log").read_text()
+    single_log = (out / "pipeline-single_l2r.log").read_text()
     assert single_log.index("distilling") < single_log.index("single_l2r on the distilled data")
-    result = json.loads((runs / "double-token-comparison" / "results.json").read_text())
+    result = json.loads((out / "results.json").read_text())
     assert len(result["rows"]) == 8
+    assert not (runs / "double-token-comparison").exists()
 
 
 def test_distilled_comparison_recipe_rejects_a_missing_teacher(reverse_data, tmp_path):

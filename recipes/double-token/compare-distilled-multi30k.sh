@@ -8,11 +8,12 @@
 # against the distilled single-token model, the others against the original one) and their valid-BLEU
 # curves in one plot.
 #   RUNS=... AUTOCAST=bf16 bash recipes/double-token/compare-distilled-multi30k.sh
-#   TEACHER=checkpoints/demo/verifier.pt ...   the distillation is this model's (issue 14 names the SpecDec verifier's;
-#                    it must share DATA's dictionaries), made first: the distilled pair (in DISTILLED_ROOT, named after
-#                    the teacher) trains before the original pair, which no longer gates it. The demo verifier is a
-#                    weak teacher (test2016 greedy 29.7 BLEU against the converged single-token model's ~38): its
-#                    students learn a worse target, so the default stays the single-token model
+#   TEACHER=checkpoints/demo/verifier.pt ...   the distillation is this model's (issue 14 names the SpecDec
+#                    verifier's; it must share DATA's dictionaries), made first: the distilled pair (DISTILLED_ROOT
+#                    and OUT are named after the teacher) trains before the original pair, which no longer gates
+#                    it. The demo verifier is a weak teacher (test2016 greedy 29.7 BLEU against the converged
+#                    single-token model's ~38): its students learn a worse target, so the default stays the
+#                    single-token model
 #   PARALLEL=1 ...   two pipelines side by side, one CPU core each: the single-token model trains, distils and
 #                    trains on its distillation; the bidirectional model trains, waits for the distillation,
 #                    trains on it
@@ -31,8 +32,8 @@ main() {
   TEACHER=${TEACHER:-}                        # empty: the converged single-token model; else a checkpoint
   TEACHER_BEAM=${TEACHER_BEAM:-5}             # the teacher's beam when it distils
   DISTILLED=${DISTILLED:-$RUNS/multi30k/distilled-$(teacher_name)-beam$TEACHER_BEAM}   # the distillation (text/, bin/)
-  DISTILLED_ROOT=${DISTILLED_ROOT:-$RUNS/multi30k/double-token-distilled$(teacher_suffix)}  # the pair on the distillation
-  OUT=${OUT:-$RUNS/multi30k/double-token-comparison}   # results.{md,png,json}, bleu-curves.png
+  DISTILLED_ROOT=${DISTILLED_ROOT:-$RUNS/multi30k/double-token-distilled$(teacher_suffix)}  # the pair on it
+  OUT=${OUT:-$RUNS/multi30k/double-token-comparison$(teacher_suffix)}   # results.{md,png,json}, bleu-curves.png
   PARALLEL=${PARALLEL:-0}
   # evaluation (as train-multi30k.sh's)
   GEN_SUBSET=${GEN_SUBSET:-test}; BEAM=${BEAM:-5}; THREADS=${THREADS:-1}
@@ -62,7 +63,8 @@ main() {
 # teacher_name: what DISTILLED's default is named after: single (the converged single-token model) or TEACHER's file
 # name without .pt
 teacher_name() { if [ -z "$TEACHER" ]; then echo single; else basename "$TEACHER" .pt; fi; }
-# teacher_suffix: DISTILLED_ROOT's default after the teacher: none for the single-token model, else -NAME-beamB
+# teacher_suffix: DISTILLED_ROOT's and OUT's defaults after the teacher: none for the single-token model, else
+# -NAME-beamB
 teacher_suffix() { if [ -n "$TEACHER" ]; then echo "-$(teacher_name)-beam$TEACHER_BEAM"; fi; }
 
 # save_root original|distilled: where the systems trained on that data live
