@@ -12,7 +12,7 @@ from conftest import REPO
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
 from fairseq_plugins.decoding.drafters import Draft, Drafter
 from fairseq_plugins_compat.errors import PluginError
-from test_speculative_parity import DICT, assert_same_hypotheses, greedy
+from test_speculative_parity import DICT, RandomDrafter, assert_same_hypotheses, greedy
 from tiny_models import build_transformer, make_batch
 
 
@@ -107,6 +107,17 @@ def test_a_one_rank_tree_is_the_core_chain_under_specdec_plus_plus(seed):
     tree = draft_tree.TreeGenerator(model, DICT, RankedDrafter(references, seed), cfg, ranks=1)
     assert_same_hypotheses(core.generate([model], batch), tree.generate([model], batch))
     assert tree.stats.summary() == core.stats.summary()
+
+
+def test_a_drafter_without_scores_is_verified_as_a_chain():
+    """A drafter that returns bare tokens (no scores to rank) gets the core's chain: greedy's output."""
+    model = build_transformer(DICT, seed=5, eos_boost=1.0)
+    batch = make_batch(DICT, [6, 11], seed=5)
+    reference = greedy(model, batch, max_len_b=12)
+    generator = draft_tree.TreeGenerator(model, DICT, RandomDrafter(5, len(DICT)),
+                                         SpeculativeConfig(block_size=4, max_len_b=12))
+    assert_same_hypotheses(reference, generator.generate([model], batch))
+    assert generator.trees == {}
 
 
 @pytest.mark.parametrize("options, message", [(dict(adaptive=True), "whole blocks")])

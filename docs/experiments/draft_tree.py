@@ -164,14 +164,14 @@ class TreeGenerator(SpeculativeGenerator):
             raise PluginError("--tree-ranks >= 1, --tree-continuation >= 0, --tree-positions >= 0")
         self.ranks, self.continuation, self.positions = ranks, continuation, positions
         self.cache_factory = TreeVerifierCache
-        self.trees: Dict[int, TreeShape] = {}
-        self._candidates: Optional[Tensor] = None  # (B, k', A) of the last draft
-        self._tree: Optional[Tuple[TreeShape, Tensor, TreeVerifierCache]] = None
+        self.trees: Dict[Tuple[int, int], TreeShape] = {}
+        self._candidates: Optional[Tensor] = None  # (B, k', A) of the last draft; None: the core's chain
+        self._tree: Optional[tuple] = None  # what _verify leaves _accept: (tree, tokens, states, cache, limits)
 
-    def tree(self, width: int, device) -> TreeShape:
-        if width not in self.trees:
-            self.trees[width] = TreeShape(width, self.ranks, self.continuation, self.positions, device)
-        return self.trees[width]
+    def tree(self, width: int, ranks: int, device) -> TreeShape:
+        if (width, ranks) not in self.trees:
+            self.trees[width, ranks] = TreeShape(width, ranks, self.continuation, self.positions, device)
+        return self.trees[width, ranks]
 
     def _draft(self, state, max_len) -> Tensor:
         """As the core's, keeping the drafter's top-A tokens at the drafted positions (B, k', A)."""
@@ -181,12 +181,11 @@ class TreeGenerator(SpeculativeGenerator):
             return state.tokens[:, :0]
         draft = draft_tokens(self.drafter.propose(state.tokens, state.lengths, k))
         drafts = draft.tokens[:, :self._useful_width(draft.tokens)]
-        if draft.scores is None or self.ranks == 1:
-            self._candidates = drafts.unsqueeze(-1)
-        else:
-            ranks = min(self.ranks, draft.scores.size(-1))
-            self._candidates = draft.scores[:, :drafts.size(1)].topk(ranks, dim=-1).indices
-            self._candidates[:, :, 0] = drafts
+        if draft.scores is None:  # a drafter without scores: its draft is verified as a chain
+            return drafts
+        ranks = min(self.ranks, draft.scores.size(-1))
+        self._candidates = draft.scores[:, :drafts.size(1)].topk(ranks, dim=-1).indices
+        self._candidates[:, :, 0] = drafts
         return drafts
 
     def _verify(self, cache, state, drafts, limits):
@@ -195,7 +194,7 @@ class TreeGenerator(SpeculativeGenerator):
         if drafts.size(1) == 0 or self._candidates is None:
             self._tree = None
             return super()._verify(cache, state, drafts, limits)
-        tree = self.tree(drafts.size(1), drafts.device)
+        tree = self.tree(drafts.size(1), self._candidates.size(2), drafts.device)
         pending = state.tokens.gather(1, (state.lengths - 1).unsqueeze(1))
         flat = self._candidates.reshape(drafts.size(0), -1)
         tokens = torch.cat([pending, flat.index_select(1, tree.source[1:])], dim=1)  # (B, m)
