@@ -68,7 +68,7 @@ class TreeShape:
     """The static tree for draft width ``width`` (k'), ``ranks`` (A), ``continuation`` (C) and ``positions`` (P).
 
     source (m,): each node's index into the drafter's candidates flattened as (k', A) (position * A + rank; node 0,
-    the pending token, has none: -1); parent (m,); depth (m,); visible (m, m) bool, True where column b is an
+    the pending token, has none: -1); depth (m,); visible (m, m) bool, True where column b is an
     ancestor of row j or j itself; branches (k' + 1, A - 1): the branch nodes off main node p, -1 where none;
     follow (k' + 1,): how many continuation nodes follow each branch off main node p."""
 
@@ -90,9 +90,7 @@ class TreeShape:
                     parent.append(len(source) - 2)
                     depth.append(position + 1 + step)
         m = len(source)
-        self.size = m
         self.source = torch.tensor(source, device=device)
-        self.parent = torch.tensor(parent, device=device)
         self.depth = torch.tensor(depth, device=device)
         visible = torch.eye(m, dtype=torch.bool)
         for node in range(1, m):  # parents come before their children
