@@ -47,9 +47,9 @@ from torch import Tensor
 from fairseq_plugins.decoding import acceptance
 from fairseq_plugins.decoding.builder import build_speculative
 from fairseq_plugins.decoding.core import SpeculativeGenerator
-from fairseq_plugins.decoding.drafters import Iteration, draft_tokens
+from fairseq_plugins.decoding.drafters import draft_tokens
 from fairseq_plugins.decoding.fast_decoder import float_linear
-from fairseq_plugins.decoding.incremental import VerifierCache, decoder_input, embed_positions_at
+from fairseq_plugins.decoding.incremental import VerifierCache
 from fairseq_plugins.decoding.registry import register_decoder
 from fairseq_plugins.decoding.specdec import BlockDrafter, SpecDecOptions, drafter_linear, specdec_settings
 from fairseq_plugins_compat.errors import PluginError
@@ -123,23 +123,8 @@ class TreeVerifierCache(VerifierCache):
         """tokens (B, m) in the tree's node order -> the last decoder states (B, m, C), as ``forward_block``'s, with
         each node at step valid + its depth and seeing only its ancestors in the block (``log_probs`` reads out the
         nodes that matter)."""
-        decoder = self.decoder
         steps = self.valid.unsqueeze(1) + tree.depth.unsqueeze(0)  # (B, m)
-        positions = embed_positions_at(decoder.embed_positions, steps + decoder.padding_idx + 1)
-        x = decoder_input(decoder, tokens, positions)
-        x = self.layers.forward(x, self.valid, self._fewest, self.length, block_visible=tree.visible)
-        if decoder.layer_norm is not None:
-            x = decoder.layer_norm(x)
-        x = x.transpose(0, 1)
-        if decoder.project_out_dim is not None:
-            x = decoder.project_out_dim(x)
-        self.length += tokens.size(1)
-        self.block_len = tokens.size(1)
-        return x
-
-    def log_probs(self, states: Tensor) -> Tensor:
-        """Decoder states (B, n, C) -> log-probabilities (B, n, V) float32."""
-        return torch.log_softmax(self.output_layer(states).float(), dim=-1)
+        return self.decoder_states(tokens, steps, block_visible=tree.visible)
 
     def keep_path(self, path: Tensor):
         """Move each row's path nodes (B, d): block slots valid + path[:, j] -> valid + j, in every layer."""
@@ -209,9 +194,7 @@ class TreeGenerator(SpeculativeGenerator):
             return super()._accept(state, drafts, lprobs, hidden)
         tree, tokens, states, cache, limits = self._tree
         self._tree = None
-        current = state.cum.gather(1, (state.lengths - 1).unsqueeze(1)).squeeze(1)
-        cums = acceptance.cumulative_scores(lprobs, drafts, current)  # (B, k+1) along the main draft
-        choices, choice_cums = acceptance.verifier_choices(lprobs, cums)
+        cums, choices, choice_cums = self._scores(state, drafts, lprobs)  # along the main draft
         n = acceptance.leading_true(self.accept(drafts, choices, lprobs))  # (B,) main-draft tokens accepted
         branch = self._branch(tree, tokens, states, cache, limits, n, cums, choices, lprobs)
         main_nodes = torch.arange(tree.width + 1, device=drafts.device).expand(drafts.size(0), -1)
@@ -227,20 +210,11 @@ class TreeGenerator(SpeculativeGenerator):
             index = torch.where((j > n.unsqueeze(1)) & (taken > 0).unsqueeze(1), tree.width + j - n.unsqueeze(1), j)
             path, path_tokens, path_choices, path_cums, path_choice_cums, path_lprobs = (
                 along_path(index, of_main, of_branch) for of_main, of_branch in zip(main, branch_arrays))
-        at = n_accepted.unsqueeze(1)
-        accepted_tokens = path_tokens[:, 1:]  # (B, k) the path's tokens after the pending one
-        new_tokens = torch.cat([accepted_tokens, accepted_tokens.new_full((drafts.size(0), 1), self.pad)], dim=1)
-        new_tokens.scatter_(1, at, path_choices.gather(1, at))
-        new_cum = torch.cat([path_cums[:, 1:], path_cums[:, :1]], dim=1)
-        new_cum.scatter_(1, at, path_choice_cums.gather(1, at))
-        n_new, done = self._cut_at_eos(new_tokens, n_accepted + 1)
-        if branch is not None:
             cache.keep_path(path)
-        step = Iteration(lengths=state.lengths, drafts=accepted_tokens, choices=path_choices, new_tokens=new_tokens,
-                         n_new=n_new, lprobs=path_lprobs,
-                         hidden=states.gather(1, path.unsqueeze(-1).expand(-1, -1, states.size(-1)))
-                         if self.drafter.needs_verifier_hidden else None)
-        return step, new_cum, done
+        hidden = (states.gather(1, path.unsqueeze(-1).expand(-1, -1, states.size(-1)))
+                  if self.drafter.needs_verifier_hidden else None)
+        return self._assemble(state, path_tokens[:, 1:], n_accepted, path_cums, path_choices, path_choice_cums,
+                              path_lprobs, hidden)
 
     def _branch(self, tree, tokens, states, cache, limits, n, cums, choices, lprobs):
         """At main position n (B,): the first branch whose token passes the rule after main node n, and its

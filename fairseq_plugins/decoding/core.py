@@ -210,19 +210,31 @@ class SpeculativeGenerator:
         """The iteration record (new tokens (B, k+1), how many are new (B,), cut after the
         first EOS, the verifier's choices...), the new tokens' cumulative scores (B, k+1)
         and which rows are finished (B,)."""
+        cums, choices, choice_cums = self._scores(state, drafts, lprobs)
+        n_accepted = acceptance.leading_true(self.accept(drafts, choices, lprobs))  # (B,)
+        if self.cfg.adaptive:
+            offered = drafts.ne(self.pad).sum(1)
+            state.k = draft_length.next_lengths(state.k, offered, n_accepted, self.cfg.block_size)
+        return self._assemble(state, drafts, n_accepted, cums, choices, choice_cums, lprobs, hidden)
+
+    def _scores(self, state, drafts, lprobs):
+        """fairseq's cumulative scores along the drafts (B, k+1), the verifier's choice after each
+        prefix (B, k+1) and the choices' cumulative scores (B, k+1)."""
         current = state.cum.gather(1, (state.lengths - 1).unsqueeze(1)).squeeze(1)
         cums = acceptance.cumulative_scores(lprobs, drafts, current)
         choices, choice_cums = acceptance.verifier_choices(lprobs, cums)
-        n_accepted = acceptance.leading_true(self.accept(drafts, choices, lprobs))  # (B,)
+        return cums, choices, choice_cums
+
+    def _assemble(self, state, drafts, n_accepted, cums, choices, choice_cums, lprobs, hidden):
+        """``_accept``'s result for a path of ``drafts`` (B, k) of which each row accepted the first
+        ``n_accepted`` (B,), then takes the verifier's choice; the other arrays as ``_scores``'s,
+        along the path, with its log-probs (B, k+1, V) and decoder states (B, k+1, C)."""
         at = n_accepted.unsqueeze(1)
         new_tokens = torch.cat([drafts, drafts.new_full((drafts.size(0), 1), self.pad)], dim=1)
         new_tokens.scatter_(1, at, choices.gather(1, at))
         new_cum = torch.cat([cums[:, 1:], cums[:, :1]], dim=1)
         new_cum.scatter_(1, at, choice_cums.gather(1, at))
         n_new, done = self._cut_at_eos(new_tokens, n_accepted + 1)
-        if self.cfg.adaptive:
-            offered = drafts.ne(self.pad).sum(1)
-            state.k = draft_length.next_lengths(state.k, offered, n_accepted, self.cfg.block_size)
         step = Iteration(lengths=state.lengths, drafts=drafts, choices=choices, new_tokens=new_tokens, n_new=n_new,
                          lprobs=lprobs, hidden=hidden if self.drafter.needs_verifier_hidden else None)
         return step, new_cum, done

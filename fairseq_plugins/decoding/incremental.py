@@ -190,11 +190,20 @@ class VerifierCache:
         Returns log-probabilities (B, m, V) in float32, as fairseq's generator sees them,
         and the last decoder states (B, m, C) (before the output projection).
         """
+        states = self.decoder_states(tokens, self.steps(tokens.size(1)))
+        return self.log_probs(states), states
+
+    def decoder_states(self, tokens: Tensor, steps: Tensor, block_visible: Optional[Tensor] = None) -> Tensor:
+        """Feed ``tokens`` (B, m) at decoding steps ``steps`` (B, m) after each row's valid cache -> the last
+        decoder states (B, m, C). Inside the block token j sees tokens <= j, or, given ``block_visible``
+        ((m, m) bool, the lean layers only), the tokens it marks (a draft tree's ancestors)."""
         decoder = self.decoder
-        m = tokens.size(1)
-        x = self._embed(tokens)  # (m, B, C)
+        positions = embed_positions_at(decoder.embed_positions, steps + decoder.padding_idx + 1)
+        x = decoder_input(decoder, tokens, positions)  # (m, B, C)
         if self.fast:
-            x = self.layers.forward(x, self.valid, self._fewest, self.length)
+            x = self.layers.forward(x, self.valid, self._fewest, self.length, block_visible=block_visible)
+        elif block_visible is not None:
+            raise PluginError("a block visibility mask needs the verifier's lean layers (fast_decoder)")
         else:
             x = self.layers.forward(x, self.length)
         if decoder.layer_norm is not None:
@@ -202,15 +211,13 @@ class VerifierCache:
         x = x.transpose(0, 1)
         if decoder.project_out_dim is not None:
             x = decoder.project_out_dim(x)
-        self.length += m
-        self.block_len = m
-        return F.log_softmax(self.output_layer(x).float(), dim=-1), x
+        self.length += tokens.size(1)
+        self.block_len = tokens.size(1)
+        return x
 
-    def _embed(self, tokens: Tensor) -> Tensor:
-        """fairseq's decoder input embedding at each row's steps: (B, m) -> (m, B, C)."""
-        decoder = self.decoder
-        positions = embed_positions_at(decoder.embed_positions, self.steps(tokens.size(1)) + decoder.padding_idx + 1)
-        return decoder_input(decoder, tokens, positions)
+    def log_probs(self, states: Tensor) -> Tensor:
+        """Decoder states (B, n, C) -> log-probabilities (B, n, V) in float32."""
+        return F.log_softmax(self.output_layer(states).float(), dim=-1)
 
     def rollback(self, kept: Tensor):
         """Keep, per row, the first ``kept[i]`` of the tokens the last ``forward_block`` fed.
