@@ -50,11 +50,11 @@ main() {
   if [ "$PARALLEL" = 1 ]; then
     train_side_by_side "$@"
   else
-    local order
-    if [ -z "$TEACHER" ]; then for order in bidirectional single_l2r; do train_order original "$order" "$@"; done; fi
-    distil
-    for order in bidirectional single_l2r; do train_order distilled "$order" "$@"; done
-    if [ -n "$TEACHER" ]; then for order in bidirectional single_l2r; do train_order original "$order" "$@"; done; fi
+    local kind order
+    for kind in $(data_order); do
+      if [ "$kind" = distilled ]; then distil; fi
+      for order in bidirectional single_l2r; do train_order "$kind" "$order" "$@"; done
+    done
   fi
   log "the four systems side by side -> $OUT"
   compare
@@ -66,6 +66,10 @@ teacher_name() { if [ -z "$TEACHER" ]; then echo single; else basename "$TEACHER
 # teacher_suffix: DISTILLED_ROOT's and OUT's defaults after the teacher: none for the single-token model, else
 # -NAME-beamB
 teacher_suffix() { if [ -n "$TEACHER" ]; then echo "-$(teacher_name)-beam$TEACHER_BEAM"; fi; }
+
+# data_order: the data the systems train on, in order: the original data first (its single-token model is the
+# teacher), or with a TEACHER its distillation first
+data_order() { if [ -z "$TEACHER" ]; then echo original distilled; else echo distilled original; fi; }
 
 # save_root original|distilled: where the systems trained on that data live
 save_root() { if [ "$1" = original ]; then echo "$ORIGINAL_ROOT"; else echo "$DISTILLED_ROOT"; fi; }
@@ -86,22 +90,25 @@ train_order() {
 train_side_by_side() {
   local single bidirectional failed=()
   log "single_l2r and bidirectional side by side, logs $OUT/pipeline-{single_l2r,bidirectional}.log"
-  ( pin 1; if [ -z "$TEACHER" ]; then train_order original single_l2r "$@"; fi
-    distil; train_order distilled single_l2r "$@"
-    if [ -n "$TEACHER" ]; then train_order original single_l2r "$@"; fi ) \
-    > "$OUT/pipeline-single_l2r.log" 2>&1 &
+  ( pin 1; train_pipeline single_l2r distil "$@" ) > "$OUT/pipeline-single_l2r.log" 2>&1 &
   single=$!
-  ( pin 0; if [ -z "$TEACHER" ]; then train_order original bidirectional "$@"; fi
-    wait_for_distillation "$single"
-    train_order distilled bidirectional "$@"
-    if [ -n "$TEACHER" ]; then train_order original bidirectional "$@"; fi ) \
-    > "$OUT/pipeline-bidirectional.log" 2>&1 &
+  ( pin 0; train_pipeline bidirectional "wait_for_distillation $single" "$@" ) > "$OUT/pipeline-bidirectional.log" 2>&1 &
   bidirectional=$!
   trap 'kill_tree $single; kill_tree $bidirectional' EXIT
   wait "$single" || failed+=("single_l2r (see $OUT/pipeline-single_l2r.log)")
   wait "$bidirectional" || failed+=("bidirectional (see $OUT/pipeline-bidirectional.log)")
   trap - EXIT
   [ ${#failed[@]} = 0 ] || die "failed: ${failed[*]}"
+}
+
+# train_pipeline ORDER READY [fairseq-train options...]: ORDER on each data of data_order, the command READY (the
+# distillation, or a wait for it) run before the distilled data
+train_pipeline() {
+  local order=$1 ready=$2 kind; shift 2
+  for kind in $(data_order); do
+    if [ "$kind" = distilled ]; then $ready; fi
+    train_order "$kind" "$order" "$@"
+  done
 }
 
 # pin CORE: this (sub)shell and what it starts on CPU core CORE, where taskset exists and the machine has it
