@@ -56,6 +56,7 @@ class Translator:
                 raise PluginError(f"{what} not found: {path}")
         if decoding not in decoder_names():
             raise PluginError(f"unknown decoding {decoding!r}; choose from {', '.join(decoder_names())}")
+        spm = load_sentencepiece(sentencepiece_model) if sentencepiece_model else None
         generation = GenerationOptions(**{k: options.pop(k) for k in list(options) if hasattr(GenerationOptions, k)})
         task_cfg = OmegaConf.create({"_name": "speculative_translation", "data": data, "source_lang": source_lang,
                                      "target_lang": target_lang, "decoding": decoding, "drafter_path": drafter, **options})
@@ -64,11 +65,6 @@ class Translator:
         for model in models:
             model.to(device).eval()
         generator = task.build_generator(models, generation)
-        spm = None
-        if sentencepiece_model:
-            import sentencepiece
-
-            spm = sentencepiece.SentencePieceProcessor(model_file=sentencepiece_model)
         return cls(task, models, generator, spm)
 
     def encode(self, sentence: str) -> torch.Tensor:
@@ -96,3 +92,14 @@ class Translator:
 
     def translate(self, sentences: List[str], batch_size: int = 1) -> List[str]:
         return [self.decode(h["tokens"]) for h in self.translate_tokens(sentences, batch_size)]
+
+
+def load_sentencepiece(path: str):
+    """The sentencepiece model at ``path``; a file sentencepiece cannot parse is a PluginError naming it."""
+    import sentencepiece
+
+    try:
+        return sentencepiece.SentencePieceProcessor(model_file=path)
+    except (RuntimeError, OSError) as error:
+        raise PluginError(f"sentencepiece model {path} is not readable: {str(error).strip()}") from None
+

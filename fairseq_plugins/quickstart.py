@@ -91,15 +91,35 @@ def demo_pair(demo_dir=None):
     for name, path in files.items():
         if not path.is_file() or path.stat().st_size == 0:
             raise PluginError(f"demo pair {folder}: {name} is missing or empty (see checkpoints/README.md)")
+    checkpoints = {}
     for name in ("verifier.pt", "drafter.pt"):
         try:
-            load_checkpoint_file(str(files[name]))
+            checkpoints[name] = load_checkpoint_file(str(files[name]))
         except CheckpointError as error:
             raise PluginError(f"demo pair {folder}: {name} is not a readable checkpoint: {error}") from None
+    check_dictionaries(folder, files, checkpoints["verifier.pt"]["model"])
     print(f"using the Multi30k en->de demo pair in {folder}")
     options = dict(source_lang="en", target_lang="de", sentencepiece_model=str(files["sentencepiece.model"]))
     sentences = [line for line in files["sentences.en"].read_text().splitlines() if line.strip()]
     return folder, files["verifier.pt"], files["drafter.pt"], sentences, options
+
+
+def check_dictionaries(folder: Path, files, weights):
+    """Each demo dictionary must parse and hold as many entries as the verifier's embeddings have rows
+    (``weights``: its state dict); else a PluginError naming the file."""
+    from fairseq.data import Dictionary
+
+    from fairseq_plugins_compat.errors import PluginError
+
+    for name, side in (("dict.en.txt", "encoder"), ("dict.de.txt", "decoder")):
+        try:
+            size = len(Dictionary.load(str(files[name])))
+        except ValueError as error:
+            raise PluginError(f"demo pair {folder}: {name} is not a fairseq dictionary: {' '.join(str(error).split())}") from None
+        rows = weights[f"{side}.embed_tokens.weight"].size(0)
+        if size != rows:
+            raise PluginError(f"demo pair {folder}: {name} has {size} entries, verifier.pt's {side} embeddings "
+                              f"{rows} (see checkpoints/README.md)")
 
 
 def reuse_instructions(data, verifier, drafter, options, workdir=None):

@@ -67,3 +67,12 @@ def test_missing_files_are_named_in_one_line(reverse_data, tiny_checkpoint, tmp_
     with pytest.raises(PluginError, match=f"not found: {tmp_path / 'absent'}"):
         Translator.load(paths["verifier"], str(reverse_data), decoding="iad",
                         sentencepiece_model=paths["sentencepiece_model"])
+
+
+def test_unreadable_sentencepiece_model_is_named_in_one_line(reverse_data, tiny_checkpoint, tmp_path):
+    broken = tmp_path / "broken.model"
+    broken.write_text("not a sentencepiece model\n")
+    with pytest.raises(PluginError, match=f"sentencepiece model {broken} is not readable") as error:
+        Translator.load(str(tiny_checkpoint), str(reverse_data), decoding="iad", sentencepiece_model=str(broken))
+    assert "\n" not in str(error.value)
+
