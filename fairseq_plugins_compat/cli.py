@@ -4,7 +4,8 @@
   before adding them), without a usage error about missing positional arguments and
   without fairseq-generate's placeholder ``--arch wav2vec2`` options;
 * the input checks of ``fairseq-generate``/``fairseq-interactive`` (bare ``assert``
-  statements) and ``--sampling`` with a plugin ``--decoding`` are one-line errors;
+  statements), ``--sampling`` with a plugin ``--decoding`` and a missing or unreadable
+  ``--sentencepiece-model`` are one-line errors;
 * a failed ``fairseq-generate --results-path`` run leaves no empty ``generate-*.txt``;
 * ``fairseq-interactive`` reports an over-long input line and goes on with the next
   ones (fairseq ended the session on it).
@@ -115,6 +116,27 @@ def check_sampling(cfg):
     raise PluginError(f"--decoding {decoding} does not support: sampling (use --decoding beam)")
 
 
+def check_sentencepiece(cfg):
+    """fairseq opens ``--sentencepiece-model`` deep in its BPE registry, with a traceback for a missing or
+    unreadable file: one line here, before any model is loaded."""
+    bpe = cfg.get("bpe") if hasattr(cfg, "get") else None
+    if bpe is None or not hasattr(bpe, "get") or bpe.get("_name") != "sentencepiece":
+        return
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_missing(bpe, "sentencepiece_model"):
+        raise PluginError("--bpe sentencepiece needs --sentencepiece-model")
+    path = bpe.get("sentencepiece_model")
+    if not path or not os.path.isfile(path):
+        raise PluginError(f"--sentencepiece-model not found: {path}")
+    import sentencepiece
+
+    try:
+        sentencepiece.SentencePieceProcessor(model_file=path)
+    except (RuntimeError, OSError) as error:
+        raise PluginError(f"--sentencepiece-model {path} is not readable: {str(error).strip()}") from None
+
+
 @contextlib.contextmanager
 def assertions_as_errors(module):
     """The ``assert`` statements in ``module.main`` check user input: one line each."""
@@ -160,6 +182,7 @@ def patch_generate(module):
         cfg = _as_config(cfg)
         with removed_on_failure(_results_file(cfg)), assertions_as_errors(module):
             check_sampling(cfg)
+            check_sentencepiece(cfg)
             return original(cfg)
 
     main.__doc__ = original.__doc__
@@ -219,6 +242,7 @@ def patch_interactive(module):
         cfg = _as_config(cfg)
         with assertions_as_errors(module):
             check_sampling(cfg)
+            check_sentencepiece(cfg)
             return original(cfg)
 
     main.__doc__ = original.__doc__

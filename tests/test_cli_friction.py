@@ -44,6 +44,25 @@ def test_fairseqs_own_input_assertions_are_one_line(reverse_data, tiny_checkpoin
     assert_one_line_error(proc, "fairseq-generate", "--sampling requires --nbest to be equal to --beam")
 
 
+@pytest.mark.parametrize("model", ["none", "missing", "unreadable"])
+def test_bad_sentencepiece_model_is_one_line(reverse_data, tiny_checkpoint, tmp_path, model):
+    """fairseq opens --sentencepiece-model deep in its BPE registry (a traceback); stock and plugin runs alike."""
+    unreadable = tmp_path / "unreadable.model"
+    unreadable.write_text("not a sentencepiece model\n")
+    option, message = {
+        "none": ([], "--bpe sentencepiece needs --sentencepiece-model"),
+        "missing": (["--sentencepiece-model", tmp_path / "absent.model"], "--sentencepiece-model not found"),
+        "unreadable": (["--sentencepiece-model", unreadable], f"--sentencepiece-model {unreadable} is not readable"),
+    }[model]
+    bpe = ["--bpe", "sentencepiece", *option]
+    proc = run_cli("fairseq-generate", reverse_data, "--path", tiny_checkpoint, "--gen-subset", "test", *bpe,
+                   check=False)
+    assert_one_line_error(proc, "fairseq-generate", message)
+    proc = run_cli("fairseq-interactive", reverse_data, *PLUGIN, *LANGS, "--path", tiny_checkpoint,
+                   "--decoding", "iad", *bpe, input="w1\n", check=False)
+    assert_one_line_error(proc, "fairseq-interactive", message)
+
+
 # -- 3. fairseq-interactive: an over-long line ----------------------------------------------------
 
 @pytest.mark.parametrize("plugin", [[], [*PLUGIN, "--decoding", "iad"]], ids=["stock", "plugin"])
