@@ -5,7 +5,7 @@
   without fairseq-generate's placeholder ``--arch wav2vec2`` options;
 * the input checks of ``fairseq-generate``/``fairseq-interactive`` (bare ``assert``
   statements), ``--sampling`` with a plugin ``--decoding`` and a missing or unreadable
-  ``--sentencepiece-model`` are one-line errors;
+  ``--sentencepiece-model`` and a ``--gen-subset`` the data folder lacks are one-line errors;
 * a failed ``fairseq-generate --results-path`` run leaves no empty ``generate-*.txt``;
 * ``fairseq-interactive`` reports an over-long input line and goes on with the next
   ones (fairseq ended the session on it).
@@ -149,6 +149,18 @@ def assertions_as_errors(module):
         raise
 
 
+@contextlib.contextmanager
+def missing_split_as_error():
+    """fairseq's translation tasks raise ``FileNotFoundError("Dataset not found: SPLIT (DATA)")`` for a
+    ``--gen-subset`` the data folder does not have: one line."""
+    try:
+        yield
+    except FileNotFoundError as error:
+        if str(error).startswith("Dataset not found"):
+            raise PluginError(f"{error}: check --gen-subset and the data folder") from None
+        raise
+
+
 def _results_file(cfg):
     results_path = cfg.common_eval.results_path
     if results_path is None:
@@ -180,7 +192,7 @@ def patch_generate(module):
 
     def main(cfg):
         cfg = _as_config(cfg)
-        with removed_on_failure(_results_file(cfg)), assertions_as_errors(module):
+        with removed_on_failure(_results_file(cfg)), assertions_as_errors(module), missing_split_as_error():
             check_sampling(cfg)
             check_sentencepiece(cfg)
             return original(cfg)

@@ -63,6 +63,13 @@ def test_bad_sentencepiece_model_is_one_line(reverse_data, tiny_checkpoint, tmp_
     assert_one_line_error(proc, "fairseq-interactive", message)
 
 
+@pytest.mark.parametrize("plugin", [[], [*PLUGIN, "--decoding", "iad"]], ids=["stock", "plugin"])
+def test_a_split_the_data_lacks_is_one_line(reverse_data, tiny_checkpoint, plugin):
+    proc = run_cli("fairseq-generate", reverse_data, *plugin, "--path", tiny_checkpoint, "--gen-subset", "tset",
+                   check=False)
+    assert_one_line_error(proc, "fairseq-generate", f"Dataset not found: tset ({reverse_data})")
+
+
 # -- 3. fairseq-interactive: an over-long line ----------------------------------------------------
 
 @pytest.mark.parametrize("plugin", [[], [*PLUGIN, "--decoding", "iad"]], ids=["stock", "plugin"])
