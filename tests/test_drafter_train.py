@@ -41,6 +41,15 @@ def block_accuracy(model, task, split="test"):
     return correct / total
 
 
+def test_a_drafter_with_an_empty_block_is_refused_in_one_line(reverse_data, tmp_path):
+    from test_cli_end_to_end import assert_one_line_error
+
+    proc = run_cli("fairseq-train", reverse_data, *DRAFTER, *TRAIN_FLAGS, *QUIET, "--max-update", "1",
+                   "--save-dir", tmp_path, "--block-size", "0", check=False)
+    assert_one_line_error(proc, "fairseq-train", "--block-size must be >= 1, got 0")
+    assert not list(tmp_path.glob("*.pt"))
+
+
 @pytest.mark.slow
 def test_drafter_learns_the_reverse_task(reverse_data, tmp_path):
     log = train_drafter(reverse_data, tmp_path, 300, "--lr", "0.01", "--dropout", "0.0")

@@ -28,6 +28,7 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq_plugins.models import drafter_blocks, drafter_init
 from fairseq_plugins.models.arch_defaults import BIG_SIZES, TINY_SIZES, set_defaults, set_size_defaults
 from fairseq_plugins.models.block_drafter_decoder import BlockDrafterDecoder
+from fairseq_plugins_compat.errors import PluginError
 
 logger = logging.getLogger(__name__)
 
@@ -81,18 +82,20 @@ class BlockDrafterModel(FairseqEncoderDecoderModel):
     @classmethod
     def build_model(cls, args, task):
         base_drafter_architecture(args)
+        if args.block_size < 1:
+            raise PluginError(f"--block-size must be >= 1, got {args.block_size}")
         verifier_state = drafter_init.adopt_verifier_encoder(args)  # None unless initialising now
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
         cfg = TransformerConfig.from_namespace(args)
         encoder_embed = Embedding(len(src_dict), cfg.encoder.embed_dim, src_dict.pad())
         if args.share_all_embeddings:
             if src_dict != tgt_dict:
-                raise ValueError("--share-all-embeddings requires a joined dictionary")
+                raise PluginError("--share-all-embeddings requires a joined dictionary")
             decoder_embed = encoder_embed
         else:
             decoder_embed = Embedding(len(tgt_dict), cfg.decoder.embed_dim, tgt_dict.pad())
         if args.soft_copy and cfg.encoder.embed_dim != cfg.decoder.input_dim:
-            raise ValueError("--soft-copy needs --encoder-embed-dim == --decoder-input-dim")
+            raise PluginError("--soft-copy needs --encoder-embed-dim == --decoder-input-dim")
         encoder = drafter_init.encoder_class(args)(cfg, src_dict, encoder_embed)
         decoder = BlockDrafterDecoder(
             cfg, tgt_dict, decoder_embed, block_size=args.block_size,
