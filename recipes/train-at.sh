@@ -44,6 +44,8 @@ main() {
   CPU=${CPU:-0}; FP16=${FP16:-1}; THREADS=${THREADS:-1}
   NUM_WORKERS=${NUM_WORKERS:-$(default_num_workers)}
   LAUNCHER=${LAUNCHER:-local}; NNODES=${NNODES:-1}; NODE_RANK=${NODE_RANK:-0}
+  need_fairseq
+  check_inputs "DATA=${DATA%%:*}/dict.$SRC.txt"
   NGPUS=${NGPUS:-$([ "$CPU" = 1 ] && echo 1 || "$PYTHON" -c 'import torch; print(max(1, torch.cuda.device_count()))')}  # per node
   MASTER_ADDR=${MASTER_ADDR:-127.0.0.1}; MASTER_PORT=${MASTER_PORT:-29500}
 

@@ -29,6 +29,12 @@ default_num_workers() { if [ "${CPU:-0}" = 1 ]; then echo 0; else echo 1; fi; }
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
+# need_fairseq: die in one line unless PYTHON imports torch and fairseq (the README install's environment)
+need_fairseq() {
+  "$PYTHON" -c 'import torch, fairseq' 2> /dev/null \
+    || die "$PYTHON cannot import torch and fairseq: activate the environment of the README install (bash install.sh)"
+}
+
 # all_exist FILE...: true when every file exists and is non-empty (stage outputs present -> skip)
 all_exist() { local f; for f in "$@"; do [ -s "$f" ] || return 1; done; }
 
