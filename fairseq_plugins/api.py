@@ -102,4 +102,3 @@ def load_sentencepiece(path: str):
         return sentencepiece.SentencePieceProcessor(model_file=path)
     except (RuntimeError, OSError) as error:
         raise PluginError(f"sentencepiece model {path} is not readable: {str(error).strip()}") from None
-

@@ -115,7 +115,8 @@ def check_dictionaries(folder: Path, files, weights):
         try:
             size = len(Dictionary.load(str(files[name])))
         except ValueError as error:
-            raise PluginError(f"demo pair {folder}: {name} is not a fairseq dictionary: {' '.join(str(error).split())}") from None
+            reason = " ".join(str(error).split())
+            raise PluginError(f"demo pair {folder}: {name} is not a fairseq dictionary: {reason}") from None
         rows = weights[f"{side}.embed_tokens.weight"].size(0)
         if size != rows:
             raise PluginError(f"demo pair {folder}: {name} has {size} entries, verifier.pt's {side} embeddings "

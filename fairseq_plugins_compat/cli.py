@@ -4,7 +4,7 @@
   before adding them), without a usage error about missing positional arguments and
   without fairseq-generate's placeholder ``--arch wav2vec2`` options;
 * the input checks of ``fairseq-generate``/``fairseq-interactive`` (bare ``assert``
-  statements), ``--sampling`` with a plugin ``--decoding`` and a missing or unreadable
+  statements), ``--sampling`` with a plugin ``--decoding``, a missing or unreadable
   ``--sentencepiece-model`` and a ``--gen-subset`` the data folder lacks are one-line errors;
 * a failed ``fairseq-generate --results-path`` run leaves no empty ``generate-*.txt``;
 * ``fairseq-interactive`` reports an over-long input line and goes on with the next
