@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 
 import fairseq_plugins  # noqa: F401  (registers the task and the decoders)
 from fairseq_plugins import inference
+from fairseq_plugins_compat.cli import load_sentencepiece
 from fairseq_plugins_compat.errors import PluginError
 
 
@@ -92,13 +93,3 @@ class Translator:
 
     def translate(self, sentences: List[str], batch_size: int = 1) -> List[str]:
         return [self.decode(h["tokens"]) for h in self.translate_tokens(sentences, batch_size)]
-
-
-def load_sentencepiece(path: str):
-    """The sentencepiece model at ``path``; a file sentencepiece cannot parse is a PluginError naming it."""
-    import sentencepiece
-
-    try:
-        return sentencepiece.SentencePieceProcessor(model_file=path)
-    except (RuntimeError, OSError) as error:
-        raise PluginError(f"sentencepiece model {path} is not readable: {str(error).strip()}") from None

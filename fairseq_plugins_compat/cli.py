@@ -129,12 +129,18 @@ def check_sentencepiece(cfg):
     path = bpe.get("sentencepiece_model")
     if not path or not os.path.isfile(path):
         raise PluginError(f"--sentencepiece-model not found: {path}")
+    load_sentencepiece(path, "--sentencepiece-model")
+
+
+def load_sentencepiece(path: str, what: str = "sentencepiece model"):
+    """The sentencepiece model at ``path``; a file sentencepiece cannot parse is a PluginError naming it
+    (as ``what``)."""
     import sentencepiece
 
     try:
-        sentencepiece.SentencePieceProcessor(model_file=path)
+        return sentencepiece.SentencePieceProcessor(model_file=path)
     except (RuntimeError, OSError) as error:
-        raise PluginError(f"--sentencepiece-model {path} is not readable: {str(error).strip()}") from None
+        raise PluginError(f"{what} {path} is not readable: {str(error).strip()}") from None
 
 
 @contextlib.contextmanager
