@@ -156,14 +156,14 @@ def assertions_as_errors(module):
 
 
 @contextlib.contextmanager
-def missing_split_as_error():
+def missing_split_as_error(split: str):
     """fairseq's translation tasks raise ``FileNotFoundError("Dataset not found: SPLIT (DATA)")`` for a
-    ``--gen-subset`` the data folder does not have: one line."""
+    ``--gen-subset`` the data folder does not have: one line, the same in every command."""
     try:
         yield
     except FileNotFoundError as error:
         if str(error).startswith("Dataset not found"):
-            raise PluginError(f"{error}: check --gen-subset and the data folder") from None
+            raise PluginError(f"--gen-subset {split}: {error}") from None
         raise
 
 
@@ -198,7 +198,8 @@ def patch_generate(module):
 
     def main(cfg):
         cfg = _as_config(cfg)
-        with removed_on_failure(_results_file(cfg)), assertions_as_errors(module), missing_split_as_error():
+        with removed_on_failure(_results_file(cfg)), assertions_as_errors(module), \
+                missing_split_as_error(cfg.dataset.gen_subset):
             check_sampling(cfg)
             check_sentencepiece(cfg)
             return original(cfg)

@@ -67,7 +67,7 @@ def test_bad_sentencepiece_model_is_one_line(reverse_data, tiny_checkpoint, tmp_
 def test_a_split_the_data_lacks_is_one_line(reverse_data, tiny_checkpoint, plugin):
     proc = run_cli("fairseq-generate", reverse_data, *plugin, "--path", tiny_checkpoint, "--gen-subset", "tset",
                    check=False)
-    assert_one_line_error(proc, "fairseq-generate", f"Dataset not found: tset ({reverse_data})")
+    assert_one_line_error(proc, "fairseq-generate", f"--gen-subset tset: Dataset not found: tset ({reverse_data})")
 
 
 # -- 3. fairseq-interactive: an over-long line ----------------------------------------------------

@@ -266,6 +266,8 @@ def test_commands_on_a_trained_checkpoint(reverse_data, tiny_checkpoint, tmp_pat
 @pytest.mark.parametrize("module", [trace, ddgviz])
 def test_bad_input_is_a_one_line_error(reverse_data, tiny_checkpoint, tmp_path, capsys, module):
     cases = [(["--path", tiny_checkpoint, "--ids", 999], "unknown sentence id 999: --gen-subset test has ids 0..23"),
+             (["--path", tiny_checkpoint, "--ids", 0, "--gen-subset", "tset"],
+              f"--gen-subset tset: Dataset not found: tset ({reverse_data})"),
              (["--path", tmp_path / "missing.pt", "--ids", 0], "no such checkpoint file"),
              (["--path", tiny_checkpoint, "--input", " ".join(["w1"] * 1100)],
               "sentence input0: 1101 source tokens, more than the models' max source positions (1024)")]

@@ -13,7 +13,7 @@ import torch
 
 from fairseq_plugins.bench import decoders as decoder_specs
 from fairseq_plugins.bench.timing import Batch, Output, length_sorted_batches
-from fairseq_plugins_compat.errors import PluginError
+from fairseq_plugins_compat.cli import missing_split_as_error
 
 PLUGIN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TASK = "speculative_translation"
@@ -47,10 +47,8 @@ class FairseqEngine:
         paths = utils.split_paths(cfg.common_eval.path)
         self.models, saved_cfg, _ = checkpoint_utils.load_model_ensemble_and_task(
             paths, arg_overrides=overrides, task=self.task)
-        try:
+        with missing_split_as_error(cfg.dataset.gen_subset):
             self.task.load_dataset(cfg.dataset.gen_subset, task_cfg=saved_cfg.task)
-        except FileNotFoundError as error:
-            raise PluginError(f"--gen-subset {cfg.dataset.gen_subset}: {error}") from None
         self.dataset = self.task.dataset(cfg.dataset.gen_subset)
         for model in self.models:
             model.eval()

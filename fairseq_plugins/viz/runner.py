@@ -12,6 +12,7 @@ from typing import Callable, List
 import torch
 
 from fairseq_plugins.viz.steps import SentenceTrace
+from fairseq_plugins_compat.cli import missing_split_as_error
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
 NO_TRACE = ("beam", "drafter-only")  # decoders without a draft/verify loop
@@ -113,10 +114,8 @@ def select_samples(task, args) -> List[tuple]:
         tokens = [dictionary.encode_line(s, add_if_not_exist=False, append_eos=True).long() for s in args.input]
         dataset = task.build_dataset_for_inference(tokens, [len(t) for t in tokens])
         return [(f"input{i}", dataset.collater([dataset[i]])) for i in range(len(tokens))]
-    try:
+    with missing_split_as_error(args.gen_subset):
         task.load_dataset(args.gen_subset)
-    except FileNotFoundError as error:
-        raise PluginError(f"--gen-subset {args.gen_subset}: {error}") from None
     dataset = task.dataset(args.gen_subset)
     for i in args.ids:
         if not 0 <= i < len(dataset):
