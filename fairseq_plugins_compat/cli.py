@@ -63,6 +63,52 @@ def _lenient_parser(parser, args):
         del parser.error
 
 
+def _tasks_defining(flag):
+    """The registered tasks whose options include ``flag`` (``--decoding`` -> ``speculative_translation``)."""
+    from fairseq.tasks import TASK_DATACLASS_REGISTRY
+
+    name = flag.split("=", 1)[0][2:].replace("-", "_")
+    return sorted(task for task, config in TASK_DATACLASS_REGISTRY.items()
+                  if config is not None and name in getattr(config, "__dataclass_fields__", {}))
+
+
+def _plugin_loaded_for_hint():
+    """Import the plugin (it registers its tasks) when ``--user-dir`` did not; its folder, or None when
+    it was already loaded (or cannot be)."""
+    if "fairseq_plugins" in sys.modules:
+        return None
+    try:
+        import fairseq_plugins
+    except Exception:  # no hint is better than a traceback inside an error message
+        return None
+    return os.path.dirname(fairseq_plugins.__file__)
+
+
+def task_option_hint(message):
+    """argparse's ``unrecognized arguments: --decoding specdec`` plus which ``--task`` (and, when it
+    was not given, which ``--user-dir``) has the option: the plugin's options exist only under its
+    tasks, and the default task is ``translation``."""
+    if not message.startswith("unrecognized arguments:"):
+        return message
+    flags = [a.split("=", 1)[0] for a in message.split(":", 1)[1].split() if a.startswith("--")]
+    user_dir = _plugin_loaded_for_hint() if flags else None
+    flags_by_tasks = {}
+    for flag in flags:
+        tasks = _tasks_defining(flag)
+        if tasks:
+            flags_by_tasks.setdefault(" / ".join(tasks), []).append(flag)
+    needs = f"--user-dir {user_dir} --task" if user_dir else "--task"
+    hints = [f"{', '.join(flags)}: {'options' if len(flags) > 1 else 'an option'} of {needs} {tasks}"
+             for tasks, flags in flags_by_tasks.items()]
+    return f"{message} ({'; '.join(hints)})" if hints else message
+
+
+def _hinting_errors(parser):
+    """``parser.error`` with :func:`task_option_hint` added to its message."""
+    original = parser.error
+    return lambda message: original(task_option_hint(message))
+
+
 def patch_options(module):
     """fairseq parses ``--help`` before it adds the options of ``--task``, ``--arch``,
     ``--criterion``...: their options never appear.  Parse without it, then print the
@@ -74,7 +120,11 @@ def patch_options(module):
     def parse_args_and_arch(parser, input_args=None, parse_known=False, suppress_defaults=False, modify_parser=None):
         args = sys.argv[1:] if input_args is None else list(input_args)
         if not any(a in HELP_FLAGS for a in args):
-            return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+            parser.error = _hinting_errors(parser)
+            try:
+                return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+            finally:
+                del parser.error
         args = [a for a in args if a not in HELP_FLAGS]
         with _lenient_parser(parser, args):
             try:

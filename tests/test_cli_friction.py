@@ -70,6 +70,17 @@ def test_a_split_the_data_lacks_is_one_line(reverse_data, tiny_checkpoint, plugi
     assert_one_line_error(proc, "fairseq-generate", f"--gen-subset tset: Dataset not found: tset ({reverse_data})")
 
 
+@pytest.mark.parametrize("user_dir", [[], ["--user-dir", PLUGIN_DIR]], ids=["no-user-dir", "user-dir"])
+def test_a_plugin_option_without_its_task_names_the_task(reverse_data, tiny_checkpoint, user_dir):
+    proc = run_cli("fairseq-generate", reverse_data, *user_dir, "--path", tiny_checkpoint, "--decoding", "iad",
+                   "--target-order=bidirectional", "--bogus", check=False)
+    assert_one_line_error(proc, "fairseq-generate",
+                          "unrecognized arguments: --decoding iad --target-order=bidirectional --bogus")
+    needs = r"--user-dir \S+fairseq_plugins --task" if not user_dir else "--task"
+    assert re.search(f"\\(--decoding: an option of {needs} speculative_translation; "
+                     f"--target-order: an option of {needs} double_token_translation\\)$", proc.stderr.strip())
+
+
 # -- 3. fairseq-interactive: an over-long line ----------------------------------------------------
 
 @pytest.mark.parametrize("plugin", [[], [*PLUGIN, "--decoding", "iad"]], ids=["stock", "plugin"])
