@@ -151,7 +151,7 @@ def timed_translate(translator, sentences, repeats=3):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m fairseq_plugins.quickstart", description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", default=os.environ.get("QUICKSTART_DIR", "quickstart-work"),
                         help="where the synthetic data and tiny models go (default: ./quickstart-work)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads for the timing (default 1)")

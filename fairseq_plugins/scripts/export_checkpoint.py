@@ -28,7 +28,8 @@ def export(path_in, path_out, fp16=False):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m fairseq_plugins.scripts.export_checkpoint", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m fairseq_plugins.scripts.export_checkpoint",
+                                     description=__doc__.split(": ", 1)[1])
     parser.add_argument("input", help="fairseq checkpoint")
     parser.add_argument("output", help="where to write the inference-only copy")
     parser.add_argument("--fp16", action="store_true", help="store floating-point weights in half precision "

@@ -71,7 +71,8 @@ def plot(curves, metric: str, out: str, title: str = ""):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m fairseq_plugins.scripts.plot_validation",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("logs", nargs="+", help="fairseq-train logs (--log-format simple)")
     parser.add_argument("--metric", default="spec_tokens_per_iter",
                         help="validation metric to plot (default: spec_tokens_per_iter, the drafter's)")
