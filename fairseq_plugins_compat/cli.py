@@ -98,8 +98,8 @@ def task_option_hint(message):
         if tasks:
             flags_by_tasks.setdefault(" / ".join(tasks), []).append(flag)
     needs = f"--user-dir {user_dir} --task" if user_dir else "--task"
-    hints = [f"{', '.join(flags)}: {'options' if len(flags) > 1 else 'an option'} of {needs} {tasks}"
-             for tasks, flags in flags_by_tasks.items()]
+    hints = [f"{', '.join(named)}: {'options' if len(named) > 1 else 'an option'} of {needs} {tasks}"
+             for tasks, named in flags_by_tasks.items()]
     return f"{message} ({'; '.join(hints)})" if hints else message
 
 

@@ -92,7 +92,8 @@ def augment(lines: Sequence[str], copies: int = 2, seed: int = 1, max_substituti
 
 
 def get_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m fairseq_plugins.scripts.augment_sources", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m fairseq_plugins.scripts.augment_sources",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("input", help="source lines, one sentence a line, tokenized as the training data")
     parser.add_argument("output", help="where the new source lines go")
     parser.add_argument("--copies", type=int, default=2, help="passes over the input, one new line per line each (default 2)")
