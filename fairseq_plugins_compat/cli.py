@@ -42,6 +42,20 @@ def _gives_arch(args):
 
 
 @contextlib.contextmanager
+def _parser_errors(parser, handler):
+    """``parser.error`` replaced by ``handler(message)`` for a while, then as it was."""
+    previous = parser.__dict__.get("error")
+    parser.error = handler
+    try:
+        yield
+    finally:
+        if previous is None:
+            del parser.error
+        else:
+            parser.error = previous
+
+
+@contextlib.contextmanager
 def _lenient_parser(parser, args):
     """While fairseq completes the parser for ``--help``: no argument is required, parse
     errors are silent, and an ``--arch`` default (generate's ``wav2vec2``) adds no options."""
@@ -52,15 +66,14 @@ def _lenient_parser(parser, args):
         action.required = False
     if arch is not None and not _gives_arch(args):
         arch.default = argparse.SUPPRESS
-    parser.error = _raise_parse_failed
     try:
-        yield
+        with _parser_errors(parser, _raise_parse_failed):
+            yield
     finally:
         for action, was_required in required:
             action.required = was_required
         if arch is not None:
             arch.default = arch_default
-        del parser.error
 
 
 def _tasks_defining(flag):
@@ -103,12 +116,6 @@ def task_option_hint(message):
     return f"{message} ({'; '.join(hints)})" if hints else message
 
 
-def _hinting_errors(parser):
-    """``parser.error`` with :func:`task_option_hint` added to its message."""
-    original = parser.error
-    return lambda message: original(task_option_hint(message))
-
-
 def patch_options(module):
     """fairseq parses ``--help`` before it adds the options of ``--task``, ``--arch``,
     ``--criterion``...: their options never appear.  Parse without it, then print the
@@ -120,11 +127,9 @@ def patch_options(module):
     def parse_args_and_arch(parser, input_args=None, parse_known=False, suppress_defaults=False, modify_parser=None):
         args = sys.argv[1:] if input_args is None else list(input_args)
         if not any(a in HELP_FLAGS for a in args):
-            parser.error = _hinting_errors(parser)
-            try:
+            report = parser.error
+            with _parser_errors(parser, lambda message: report(task_option_hint(message))):
                 return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
-            finally:
-                del parser.error
         args = [a for a in args if a not in HELP_FLAGS]
         with _lenient_parser(parser, args):
             try:
