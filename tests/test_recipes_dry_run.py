@@ -107,15 +107,20 @@ def stub_bin(tmp_path):
     return stub
 
 
-def stub_train(stub_bin, **env):
-    """train-at.sh's fairseq-train command line, on a data folder holding only its source dictionary."""
+def run_train_at(stub_bin, **env):
+    """train-at.sh with the stubs first on PATH, on a data folder holding only its source dictionary
+    (unless ``env`` names another DATA)."""
     data = stub_bin.parent / "data"
     data.mkdir(exist_ok=True)
     (data / "dict.en.txt").write_text("w 1\n")
-    env = {"DATA": str(data), **env}
     path = os.pathsep.join([str(stub_bin), str(BIN_DIR), os.environ.get("PATH", "")])
-    proc = subprocess.run(["bash", str(RECIPES / "train-at.sh")], text=True, capture_output=True, cwd=REPO,
-                          env={**os.environ, "PATH": path, "DRY_RUN": "0", **env}, timeout=60)
+    return subprocess.run(["bash", str(RECIPES / "train-at.sh")], text=True, capture_output=True, cwd=REPO,
+                          env={**os.environ, "PATH": path, "DRY_RUN": "0", "DATA": str(data), **env}, timeout=60)
+
+
+def stub_train(stub_bin, **env):
+    """train-at.sh's fairseq-train command line."""
+    proc = run_train_at(stub_bin, **env)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.split()
 
@@ -140,12 +145,9 @@ def test_training_without_data_or_environment_is_one_line(stub_bin, tmp_path):
     no_fairseq = stub_bin / "python-without-fairseq"
     no_fairseq.write_text("#!/usr/bin/env bash\nexit 1\n")
     no_fairseq.chmod(0o755)
-    path = os.pathsep.join([str(stub_bin), str(BIN_DIR), os.environ.get("PATH", "")])
     for extra, message in (({"DATA": str(tmp_path / "absent")}, f"DATA={tmp_path / 'absent'}/dict.en.txt"),
                            ({"PYTHON": str(no_fairseq)}, "cannot import torch and fairseq")):
-        proc = subprocess.run(["bash", str(RECIPES / "train-at.sh")], text=True, capture_output=True, cwd=REPO,
-                              env={**os.environ, "PATH": path, "CPU": "1", "SAVE_DIR": str(tmp_path / "s"),
-                                   **extra}, timeout=60)
+        proc = run_train_at(stub_bin, CPU="1", SAVE_DIR=str(tmp_path / "s"), **extra)
         assert proc.returncode != 0 and "fairseq-train" not in proc.stdout
         errors = [line for line in proc.stderr.splitlines() if "ERROR" in line]
         assert len(errors) == 1 and message in errors[0], proc.stderr
