@@ -114,7 +114,7 @@ def test_default_draft_vocabulary_covers_95_percent_of_the_counts():
        k=st.integers(1, 4), adaptive=st.booleans(), limit=st.sampled_from([0, 9]))
 def test_int8_drafter_keeps_greedy_output(seed, src_lengths, k, adaptive, limit):
     """``--drafter-precision int8``: the drafter's products in int8, the output still greedy's."""
-    from fairseq_plugins.decoding.fast_decoder import Int8Linears, PackedLinears, packed_available
+    from fairseq_plugins.decoding.fast_decoder import Int8Linears
 
     verifier = build_verifier(DICT, seed=seed)
     drafter = build_drafter(DICT, seed=seed + 1)
@@ -157,7 +157,7 @@ def test_int8_drafter_proposes_close_to_the_float_one():
     """int8 weights and inputs: log-probs within quantisation error of float's (same shapes,
     renormalised over the limited vocabulary)."""
     from fairseq_plugins.decoding.drafters import BatchStart
-    from fairseq_plugins.decoding.fast_decoder import Int8Linears, PackedLinears, packed_available
+    from fairseq_plugins.decoding.fast_decoder import Int8Linears
 
     drafter = build_drafter(DICT, seed=5)
     batch = make_batch(DICT, [4, 7, 2], seed=2)

@@ -2,7 +2,6 @@
 import argparse
 import dataclasses
 import os
-import pickle
 import re
 import subprocess
 import sys

@@ -4,7 +4,7 @@ Skipped without a CUDA device (marker ``cuda``; CI has none). In-process: random
 and drafters in float64 on the GPU (no rounding can tell a block forward from a token-by-token
 one), ragged batches and batch 32, every drafter. Through the console scripts: a trained tiny
 pair in float32 (identical to ``--beam 1``) and float16 (``--fp16``: close to ``--fp16 --beam 1``,
-see the test), batch 1 and 32.
+see the test), batch 1 and 32, specdec with ``--cuda-graphs`` auto (graphs at batch 1) and off.
 """
 import pytest
 import torch
@@ -87,8 +87,9 @@ def test_batch_32_on_cuda(name):
 # --- through fairseq-generate: fp32 and fp16, batch 1 and 32 -------------------------------------
 PLUGIN = ["--user-dir", PLUGIN_DIR, "--task", "speculative_translation"]
 CLI_DECODERS = [  # the drafter (--drafter-path) is added to the specdec ones: the others refuse it
-    ["--decoding", "specdec"],
+    ["--decoding", "specdec"],  # --cuda-graphs auto: on, at batch 1 (the drafter shares the verifier's encoder)
     ["--decoding", "specdec", "--draft-length", "fixed"],
+    ["--decoding", "specdec", "--cuda-graphs", "off"],
     ["--decoding", "iad"],
     ["--decoding", "jacobi"],
     ["--decoding", "gs-jacobi"],
@@ -98,7 +99,7 @@ CLI_DECODERS = [  # the drafter (--drafter-path) is added to the specdec ones: t
 
 @pytest.fixture(scope="module")
 def cuda_drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
-    return train_drafter(reverse_data, tiny_checkpoint, tmp_path_factory.mktemp("cuda_drafter"))
+    return train_drafter(reverse_data, tiny_checkpoint, tmp_path_factory.mktemp("cuda_drafter"), shared_encoder=True)
 
 
 def greedy_and_each_decoder(data, checkpoint, drafter, batch_size, *precision):

@@ -3,7 +3,6 @@ distillation, drafter, latency table) runs on a tiny slice of the local Multi30k
 import os
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 

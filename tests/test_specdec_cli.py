@@ -10,9 +10,12 @@ from test_cli_end_to_end import hypotheses
 PLUGIN = ["--user-dir", PLUGIN_DIR, "--task", "speculative_translation"]
 
 
-def train_drafter(data, verifier, save_dir, block_size=4, max_update=120):
+def train_drafter(data, verifier, save_dir, block_size=4, max_update=120, shared_encoder=False):
+    """A tiny drafter trained from ``verifier``; ``shared_encoder``: reading the verifier's encoder output (what
+    ``--cuda-graphs`` needs, as the demo drafter)."""
     run_cli("fairseq-train", data, *PLUGIN, "--arch", "block_drafter_tiny", "--criterion", "glancing_block_loss",
             "--block-size", block_size, "--init-from-verifier", verifier, *TRAIN_FLAGS,
+            *(["--share-verifier-encoder"] if shared_encoder else []),
             "--max-update", max_update, "--save-dir", save_dir, "--no-epoch-checkpoints")
     return save_dir / "checkpoint_last.pt"
 
@@ -36,6 +39,25 @@ def test_specdec_equals_greedy_through_fairseq_generate(reverse_data, tiny_check
     assert tokens_only(specdec.stdout) == tokens_only(greedy) and len(tokens_only(greedy)) == 24
     assert re.search(r"specdec: 24 sentences, [\d.]+ iterations/sentence, [\d.]+ tokens/iteration", specdec.stderr)
     assert "beam=1" in specdec.stdout  # the BLEU line does not claim beam=5
+
+
+@pytest.fixture(scope="module")
+def shared_drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
+    return train_drafter(reverse_data, tiny_checkpoint, tmp_path_factory.mktemp("shared_drafter"), shared_encoder=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch_size", [1, 5])
+def test_cuda_graph_steps_equal_greedy_through_fairseq_generate(reverse_data, tiny_checkpoint, shared_drafter,
+                                                                batch_size):
+    """``--cuda-graphs on`` on a CPU runs the graphs' static steps eagerly: batch 1 on them, batch 5 (and its last
+    batch of 4) on the ordinary caches; either way --beam 1's output."""
+    common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--batch-size", batch_size, "--max-len-b", 30]
+    greedy = run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout
+    specdec = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, "--drafter-path", shared_drafter,
+                      "--decoding", "specdec", "--cuda-graphs", "on")
+    assert tokens_only(specdec.stdout) == tokens_only(greedy) and len(tokens_only(greedy)) == 24
+    assert "--cuda-graphs on, on a CPU: the static steps run eagerly" in specdec.stderr
 
 
 @pytest.mark.slow
@@ -80,6 +102,9 @@ def test_specdec_interactive_with_empty_line(reverse_data, tiny_checkpoint, draf
     (["--tau", -1], "--tau must be >= 0"),
     (["--block-size", 9], "block size"),
     (["--fp16", "--cpu"], "fp16 decoding needs a CUDA device"),  # --cpu: also where a GPU is visible
+    (["--cuda-graphs", "on"], "--cuda-graphs on: the drafter runs its own encoder (trained without "
+                              "--share-verifier-encoder)"),
+    (["--cuda-graphs", "sometimes"], "invalid choice: 'sometimes'"),
 ])
 def test_bad_options_are_one_line_errors(reverse_data, tiny_checkpoint, drafter, extra, message):
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--drafter-path", drafter,

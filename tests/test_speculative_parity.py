@@ -153,7 +153,7 @@ def test_perfect_drafter_needs_few_iterations(block_size):
 
 
 def test_verifier_cache_comes_from_the_generators_factory():
-    """``cache_factory`` (what docs/experiments/graphed_drafter.py sets) makes every batch's verifier cache."""
+    """``cache_factory`` (what ``--cuda-graphs`` sets) makes every batch's verifier cache."""
     from fairseq_plugins.decoding.incremental import VerifierCache
 
     model = build_transformer(DICT, seed=4, eos_boost=1.0)

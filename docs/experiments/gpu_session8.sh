@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Prepared for the next lent GPU machine (not run yet): issue 13's lever. On an H200 at batch 1 the demo pair is
+# Ran on an H200 on 2026-11-28 (results: docs/results.md, GPU). Its decoders specdec-graph* came from the experiment
+# graphed_drafter.py held then, now the product's --cuda-graphs (specdec-graph-all = specdec --cuda-graphs on), so
+# this script no longer runs as it is: gpu_session9.sh is its successor. Issue 13's lever. On an H200 at batch 1 the demo pair is
 # launch-bound (an iteration 1.23-1.28 greedy steps: the drafter's ~137 launches 0.47-0.49, the verifier's block
 # 0.38-0.39, acceptance 0.21-0.22). docs/experiments/graphed_drafter.py runs the drafter's call, and with "-all" the
 # verifier's block too, on static buffers replayed as CUDA graphs. Checked on a CPU only, where the same static steps

@@ -1,383 +1,32 @@
-"""SpecDec whose drafter call (and verifier block) is one CUDA graph at batch 1: issue 13's GPU lever, an experiment.
+"""Checks ``--cuda-graphs`` (``fairseq_plugins/decoding/cuda_graphs.py``) on the demo pair against the ordinary caches.
 
-On an H200 at batch 1 the demo pair is launch-bound: the 2-layer drafter's call dispatches ~137 tensor operations
-(``op_count.py``) and costs 0.47-0.49 greedy steps of an iteration's 1.23-1.28, the verifier's block 0.38-0.39
-(docs/results.md, GPU). Replaying a call as one CUDA graph removes the launches but needs every shape and address
-fixed, so these run the calls on static buffers (batch 1; the lean layers of ``decoding.fast_decoder`` unchanged):
+Until 2026-11-28 this file held the static steps themselves as an experiment (decoders ``specdec-graph`` and
+``specdec-graph-all``); their first GPU run (``gpu_session8.sh``: specdec 2.51x -> 5.39x stock greedy on an H200, the
+same output) made them the product's ``--cuda-graphs`` (``specdec-graph-all`` is ``specdec --cuda-graphs on``). What
+stays here is the check: the first SENTENCES test2016 sentences decoded by ``specdec`` with ``--cuda-graphs off``
+and ``on``, with a drafter that runs the ordinary drafter cache beside the static step on every call and counts
+the drafts that differ. On a CPU the static steps run eagerly; on CUDA they replay their graphs.
 
-drafter (``StaticDrafterStep``)
-    block   W = M + Q rows: M = k + 1 slots for the newly accepted tokens (padded; the n_new real ones first),
-            then the Q mask queries; every row written at cache slots fed .. fed + W - 1, then fed += n_new
-    cache   each layer's keys/values (1, H, CAP, d), CAP = T_MAX (256) + W, attended in full under a mask
-            computed on the device from ``fed`` and ``n_new`` (stale slots are never seen)
-    tables  the queries' embeddings (``drafter_cache.QueryTable``) and the position embeddings up to T_MAX,
-            the former refilled per sentence into a fixed buffer
-    More newly accepted tokens than M (after iterations the draft-length guard left undrafted) are fed in
-    chunks of M; one graph serves every call of every sentence.
-verifier (``StaticVerifier``, the "-all" decoders, through the generator's ``cache_factory``)
-    one graph per block width m (the pending token + up to k drafts), written at slots valid .. valid + m - 1,
-    attending up to its own slot; ``rollback`` moves ``valid`` in place.
-both    the source's keys/values in (1, H, S_MAX, d) buffers with a mask for its length.
-
-Batches of several rows and sources longer than S_MAX (128) run the ordinary drafter and verifier cache; the
-drafter also falls back for a prefix within Q tokens of T_MAX. On a CPU the same static steps run eagerly (slower
-there: attention over the whole buffer), which is what the check below compares with the ordinary caches.
-
-    FAIRSEQ_PLUGINS_DECODERS=docs/experiments/graphed_drafter.py python -m fairseq_plugins.bench.latency ... \\
-        --decoders beam1,specdec,specdec-graph,specdec-graph-all,specdec++,specdec++-graph-all
-    RUNS=... python docs/experiments/graphed_drafter.py [SENTENCES] [DEVICE] [DRAFT_LENGTH]   # vs the ordinary caches
-
-Registers ``specdec-graph``, ``specdec++-graph`` (the drafter graphed), ``specdec-graph-all``,
-``specdec++-graph-all`` (the verifier too) with the options of ``specdec`` (``--drafter-precision`` is not read:
-the drafter's products are ``F.linear`` in its dtype), and ``specdec-graph-check``. Prepared on a CPU (session of
-2026-11-27, seventh, no GPU lent): on 300 test2016 sentences (``... 300 cpu measured``) outputs equal to
-``specdec``'s for both, the drafts equal on every call (largest logit difference 7e-6); in the harness on 200
-(``--max-sentences 200 --rounds 1``) no sentence differs from ``beam1``. Its GPU run:
-``docs/experiments/gpu_session8.sh``.
+    RUNS=... python docs/experiments/graphed_drafter.py [SENTENCES] [DEVICE] [DRAFT_LENGTH]
 """
 import os
 import sys
-from typing import List, Optional
-
-if __name__ == "__main__":  # run as a script: the registry imports this file as its decoder module
-    os.environ["FAIRSEQ_PLUGINS_DECODERS"] = os.path.abspath(__file__)
 
 import torch
-import torch.nn.functional as F
-from torch import Tensor
 
-from fairseq_plugins.decoding.builder import build_speculative
-from fairseq_plugins.decoding.drafters import Draft
-from fairseq_plugins.decoding.fast_decoder import FastLayer, float_linear, lean_layers, split_heads
-from fairseq_plugins.decoding.incremental import VerifierCache, decoder_input, embed_positions_at, output_layer
-from fairseq_plugins.decoding.registry import register_decoder
-from fairseq_plugins.decoding.specdec import BlockDrafter, SpecDecOptions, specdec_settings
-from fairseq_plugins.models import drafter_blocks
-from fairseq_plugins.models.drafter_cache import QueryTable, count_queries
-from fairseq_plugins_compat.errors import PluginError
-
-S_MAX = int(os.environ.get("GRAPH_SOURCE_MAX", "128"))  # longest source (tokens) the graph holds
-T_MAX = int(os.environ.get("GRAPH_TARGET_MAX", "256"))  # longest accepted prefix (tokens, with its EOS) it holds
-
-
-class StaticDrafterStep:
-    """The block drafter's cached proposal for one row on fixed buffers (see the module docstring).
-
-    decoder: a ``BlockDrafterDecoder`` with causal prefix attention (eval mode) whose layers the lean path runs;
-    n_new_max: M (Q is its ``block_size``); vocab_limit: > 0 proposes among the first entries only.
-    """
-
-    def __init__(self, decoder, n_new_max: int, vocab_limit: int = 0):
-        self.decoder = decoder
-        self.m, self.q = n_new_max, decoder.block_size
-        self.width = self.m + self.q
-        weight = decoder.embed_tokens.weight
-        self.device = weight.device
-        layers = lean_layers(decoder, float_linear)
-        if layers is None:
-            raise PluginError("specdec-graph: the drafter's layers are not the standard transformer's")
-        self.limit = min(T_MAX, decoder.max_positions())  # the step's prefix stays within limit - Q tokens
-        self.capacity = self.limit + self.width
-        self.layers = static_layers(layers, self.capacity, weight)
-        self.encoder_visible = torch.zeros(1, 1, 1, S_MAX, dtype=torch.bool, device=self.device)
-        self.query_table = weight.new_zeros(1, self.limit, weight.size(1))
-        self.position_table = position_table(decoder, self.limit + decoder.padding_idx + 1)
-        rows = decoder.output_projection.weight
-        self.output_weight = rows[:vocab_limit].contiguous() if vocab_limit else rows
-        self.banned = torch.tensor([b for b in decoder.banned if not vocab_limit or b < vocab_limit],
-                                   dtype=torch.long, device=self.device)
-        self.block_visible = drafter_blocks.block_attention_mask(self.m, self.q, prefix_causal=True, device=self.device)
-        self.offsets = torch.arange(self.width, device=self.device)
-        self.slot_numbers = torch.arange(self.capacity, device=self.device)
-        # the inputs and outputs the graph reads and writes
-        self.new_tokens = torch.full((1, self.m), decoder.padding_idx, dtype=torch.long, device=self.device)
-        self.fed = torch.zeros(1, dtype=torch.long, device=self.device)
-        self.n_new = torch.zeros(1, dtype=torch.long, device=self.device)
-        self.logits: Optional[Tensor] = None  # (1, Q, V) float32
-        self.graph = None
-
-    def start(self, encoder_out):
-        """Refill the per-sentence buffers from the verifier's (shared) encoder output, batch 1."""
-        fill_source(self.layers, self.encoder_visible, encoder_out)
-        queries = QueryTable(self.decoder)._embed(1, self.limit, encoder_out)  # (1, limit, C)
-        self.query_table.copy_(queries)
-        self.fed.zero_()
-
-    def step(self):
-        """One proposal on the static buffers: the M new-token slots (``n_new`` real) and the Q queries through
-        the layers, the queries' logits into ``self.logits``; ``fed`` moves on by ``n_new``."""
-        decoder = self.decoder
-        pad = decoder.padding_idx
-        real = self.offsets[:self.m] < self.n_new  # (M,)
-        positions = (self.fed + 1 + pad + self.offsets[:self.m]).masked_fill(~real, pad)
-        x = decoder.embed_scale * decoder.embed_tokens(self.new_tokens)  # (1, M, C)
-        pos = None if self.position_table is None else self.position_table.index_select(0, positions)[None]
-        prefix = decoder.finish_embedding(x, pos)
-        first = self.fed + self.n_new - 1  # the query predicting the token after the last accepted one
-        queries = self.query_table.index_select(1, first + self.offsets[:self.q])  # (1, Q, C)
-        x = torch.cat([prefix, queries], dim=1).transpose(0, 1)  # (W, 1, C)
-        slots = self.fed + self.offsets  # (W,)
-        offset = self.slot_numbers - self.fed  # (CAP,)
-        in_block = (offset >= 0) & (offset < self.width)
-        index = offset.clamp(0, self.width - 1)
-        column_real = torch.cat([real, real.new_ones(self.q)])  # (W,)
-        seen = (self.block_visible[:, index] & column_real[index] & in_block) | (offset < 0)  # (W, CAP)
-        visible = seen[None, None]
-
-        def write(buffer: Tensor, new: Tensor):
-            buffer.index_copy_(2, slots, new)
-
-        for layer in self.layers:
-            x = layer.forward(x, write, self.capacity, visible, self.encoder_visible)
-        x = x[self.m:]
-        if decoder.layer_norm is not None:
-            x = decoder.layer_norm(x)
-        x = x.transpose(0, 1)
-        if decoder.project_out_dim is not None:
-            x = decoder.project_out_dim(x)
-        logits = F.linear(x, self.output_weight).float()
-        self.logits = logits.index_fill_(-1, self.banned, float("-inf"))
-        self.fed.add_(self.n_new)
-
-    def run(self):
-        """``step`` as a CUDA graph (captured on the first call) on a GPU, eagerly elsewhere."""
-        if self.device.type != "cuda":
-            self.step()
-            return
-        if self.graph is None:
-            saved = self.fed.clone()  # each warm-up step moves fed on; capturing runs nothing
-            self.graph, _ = capture(self.step, reset=lambda: self.fed.copy_(saved))
-        self.graph.replay()
-
-
-class GraphedBlockDrafter(BlockDrafter):
-    """``BlockDrafter`` whose batch-1 proposals run on a :class:`StaticDrafterStep` (one CUDA graph on a GPU)."""
-
-    def __init__(self, model, block_size: int, vocab_limit: int = 0):
-        super().__init__(model, vocab_limit=vocab_limit)
-        if not self.cached or not self.uses_verifier_encoder:
-            raise PluginError("specdec-graph needs a drafter with a causal prefix that shares the verifier's encoder")
-        self.static = StaticDrafterStep(model.decoder, block_size + 1, vocab_limit)
-        self.single = False
-        self.batch = None
-        self.fed = 0  # tokens fed to the static step (host copy of its ``fed``)
-        self.static_proposals = 0
-
-    def start(self, batch):
-        self.single = batch.src_tokens.size(0) == 1 and batch.src_tokens.size(1) <= S_MAX
-        if not self.single:
-            return super().start(batch)
-        self.batch = batch
-        self.encoder_out = batch.encoder_out
-        self.static.start(batch.encoder_out)
-        self.fed = 0
-
-    @torch.no_grad()
-    def propose(self, tokens, lengths, k):
-        length = int(lengths[0]) if self.single else 0
-        if self.single and (length + self.static.q > self.static.limit
-                            or count_queries(self.model.decoder, length, k) != self.static.q):
-            self.single = False  # the ordinary cache takes over for the rest of the sentence, fed from its start
-            super().start(self.batch)
-        if not self.single:
-            return super().propose(tokens, lengths, k)
-        static = self.static
-        while self.fed < length:
-            n_new = min(length - self.fed, static.m)
-            static.new_tokens.fill_(self.model.decoder.padding_idx)
-            static.new_tokens[0, :n_new] = tokens[0, self.fed:self.fed + n_new]
-            static.n_new.fill_(n_new)
-            static.run()
-            self.fed += n_new
-        self.static_proposals += 1
-        scores = static.logits[:, :k].clone()
-        return Draft(scores.argmax(-1), scores)
-
-    def keep_rows(self, rows):
-        if not self.single:
-            super().keep_rows(rows)
-
-
-class StaticVerifier:
-    """The verifier's block pass for one row on fixed buffers, one CUDA graph per block width m (1 .. M): the
-    block written at cache slots valid .. valid + m - 1 and attending to every slot up to its own, under a mask
-    computed on the device from ``valid`` (which ``rollback`` moves in place); the source as for the drafter.
-
-    model: the verifier (its lean layers); linear: how they run an ``nn.Linear`` (the generator's); m_max: M.
-    """
-
-    def __init__(self, model, linear, m_max: int):
-        decoder = self.decoder = model.decoder
-        layers = lean_layers(decoder, linear)
-        if layers is None:
-            raise PluginError("specdec-graph-all: the verifier's layers are not the standard transformer's")
-        weight = decoder.embed_tokens.weight
-        self.device = weight.device
-        self.limit = min(T_MAX, decoder.max_positions())
-        self.capacity = self.limit + m_max
-        self.layers = static_layers(layers, self.capacity, weight)
-        self.encoder_visible = torch.zeros(1, 1, 1, S_MAX, dtype=torch.bool, device=self.device)
-        self.position_table = position_table(decoder, min(self.capacity, decoder.max_positions()) + decoder.padding_idx + 1)
-        self.output = output_layer(decoder, linear)
-        self.offsets = torch.arange(m_max, device=self.device)
-        self.slot_numbers = torch.arange(self.capacity, device=self.device)
-        self.tokens = torch.full((1, m_max), decoder.padding_idx, dtype=torch.long, device=self.device)
-        self.valid = torch.zeros(1, dtype=torch.long, device=self.device)
-        self.graphs, self.outputs = {}, {}  # m -> CUDAGraph, (lprobs (1, m, V), states (1, m, C))
-
-    def start(self, encoder_out):
-        """Refill the source buffers from the encoder output (batch 1); an empty cache."""
-        fill_source(self.layers, self.encoder_visible, encoder_out)
-        self.valid.zero_()
-
-    def step(self, m: int):
-        """The block of the first m ``tokens`` -> log-probs (1, m, V) float32 and last states (1, m, C)."""
-        decoder = self.decoder
-        slots = self.valid + self.offsets[:m]  # (m,)
-        positions = None if self.position_table is None else \
-            self.position_table.index_select(0, slots + decoder.padding_idx + 1)[None]
-        x = decoder_input(decoder, self.tokens[:, :m], positions)  # (m, 1, C)
-        visible = (self.slot_numbers[None, :] <= slots[:, None])[None, None]  # (1, 1, m, CAP)
-
-        def write(buffer: Tensor, new: Tensor):
-            buffer.index_copy_(2, slots, new)
-
-        for layer in self.layers:
-            x = layer.forward(x, write, self.capacity, visible, self.encoder_visible)
-        if decoder.layer_norm is not None:
-            x = decoder.layer_norm(x)
-        x = x.transpose(0, 1)
-        if decoder.project_out_dim is not None:
-            x = decoder.project_out_dim(x)
-        return F.log_softmax(self.output(x).float(), dim=-1), x
-
-    def run(self, m: int):
-        """``step(m)``: replayed from its CUDA graph (captured on first use) on a GPU, eagerly elsewhere."""
-        if self.device.type != "cuda":
-            return self.step(m)
-        if m not in self.graphs:
-            self.graphs[m], self.outputs[m] = capture(lambda: self.step(m))
-        self.graphs[m].replay()
-        return self.outputs[m]
-
-
-def static_layers(layers, capacity: int, like: Tensor) -> List[FastLayer]:
-    """The lean layers for one row on fixed buffers: keys/values (1, H, capacity, d), the source's (1, H, S_MAX, d)."""
-    out = [FastLayer(w, 1, like) for w in layers]
-    for layer in out:
-        heads, head_dim = layer.weights.heads, layer.weights.head_dim
-        layer.key, layer.value = like.new_zeros(1, heads, capacity, head_dim), like.new_zeros(1, heads, capacity, head_dim)
-        layer.encoder_key = like.new_zeros(1, heads, S_MAX, head_dim)
-        layer.encoder_value = like.new_zeros(1, heads, S_MAX, head_dim)
-    return out
-
-
-def position_table(decoder, rows: int) -> Optional[Tensor]:
-    """The decoder's position embeddings (rows, C) for fairseq position numbers 0 .. rows - 1, or None."""
-    if decoder.embed_positions is None:
-        return None
-    every = torch.arange(rows, device=decoder.embed_tokens.weight.device)[None, :]
-    return embed_positions_at(decoder.embed_positions, every)[0].contiguous()
-
-
-def fill_source(layers: List[FastLayer], encoder_visible: Tensor, encoder_out):
-    """Write the source's keys/values (from encoder_out's states (S, 1, C)) into the layers' fixed buffers and
-    mark its S positions (minus any padding) in ``encoder_visible`` (1, 1, 1, S_MAX)."""
-    states = encoder_out["encoder_out"][0]
-    source_len = states.size(0)
-    for layer in layers:
-        w = layer.weights
-        layer.encoder_key[:, :, :source_len] = split_heads(w.encoder_k(states), w.heads, w.head_dim)
-        layer.encoder_value[:, :, :source_len] = split_heads(w.encoder_v(states), w.heads, w.head_dim)
-    encoder_visible.zero_()
-    encoder_visible[..., :source_len] = True
-    padding = encoder_out["encoder_padding_mask"]
-    if len(padding) > 0:
-        encoder_visible[0, 0, 0, :source_len] &= ~padding[0][0].to(torch.bool)
-
-
-def capture(step, reset=lambda: None):
-    """A CUDA graph of ``step()`` (warmed up first on a side stream, ``reset()`` before each call and after the
-    capture, outside the graph) and the outputs its replays write."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):  # cuBLAS workspaces, lazy inits: outside the graph
-            reset()
-            step()
-    torch.cuda.current_stream().wait_stream(stream)
-    reset()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        outputs = step()
-    reset()
-    return graph, outputs
-
-
-class StaticVerifierCache:
-    """``incremental.VerifierCache``'s interface for one row, on a :class:`StaticVerifier`."""
-
-    def __init__(self, static: StaticVerifier):
-        self.static = static
-        self.upper = 0  # >= valid (a host bound, refreshed by a sync only near the limit)
-
-    def steps(self, m: int) -> Tensor:
-        return self.static.valid.unsqueeze(1) + self.static.offsets[:m].unsqueeze(0)
-
-    def forward_block(self, tokens: Tensor):
-        static, m = self.static, tokens.size(1)
-        if self.upper + m > static.limit:
-            self.upper = int(static.valid)
-            if self.upper + m > static.limit:
-                raise PluginError(f"specdec-graph-all holds {static.limit} target tokens (GRAPH_TARGET_MAX)")
-        static.tokens[:, :m] = tokens
-        lprobs, states = static.run(m)
-        self.upper += m
-        return lprobs.clone(), states.clone()
-
-    def rollback(self, kept: Tensor):
-        self.static.valid.add_(kept)
-
-    def keep_rows(self, rows: Tensor):
-        if rows.numel() > 0:
-            raise PluginError("specdec-graph-all decodes one row at a time")
-
-
-class GraphedVerifierCaches:
-    """The generator's ``cache_factory``: a :class:`StaticVerifierCache` for a batch of one row whose source fits
-    S_MAX (the :class:`StaticVerifier` built on first use and kept), ``VerifierCache`` otherwise."""
-
-    def __init__(self, m_max: int):
-        self.m_max = m_max
-        self.static: Optional[StaticVerifier] = None
-
-    def __call__(self, verifier, encoder_out, batch_size, device, linear=float_linear, built=None):
-        if batch_size != 1 or encoder_out["encoder_out"][0].size(0) > S_MAX:
-            return VerifierCache(verifier, encoder_out, batch_size, device, linear=linear, built=built)
-        if self.static is None:
-            self.static = StaticVerifier(verifier, linear, self.m_max)
-        self.static.start(encoder_out)
-        return StaticVerifierCache(self.static)
-
-
-def _build(name: str):
-    def build(task, models, args, opts):
-        drafter, beta, tau, block_size, vocab_limit = specdec_settings(task, models, opts, name, name.split("-graph")[0])
-        adapter = GraphedBlockDrafter(drafter, block_size, vocab_limit=vocab_limit)
-        generator = build_speculative(task, models, args, name, adapter, opts, block_size, beta, tau)
-        if name.endswith("-all"):
-            generator.cache_factory = GraphedVerifierCaches(block_size + 1)
-        return generator
-    return build
+from fairseq_plugins.decoding.cuda_graphs import GraphedBlockDrafter
+from fairseq_plugins.decoding.fast_decoder import float_linear
+from fairseq_plugins.decoding.specdec import BlockDrafter
 
 
 class CheckingDrafter(GraphedBlockDrafter):
-    """The graphed drafter, with the ordinary cached drafter (``F.linear``) run beside it on the same calls:
-    counts the proposals whose drafts differ and the largest logit difference."""
+    """The graphed drafter with an ordinary cached drafter (``F.linear``) run beside it on the same calls: counts
+    the proposals whose drafts differ and the largest logit difference."""
 
-    def __init__(self, model, block_size: int, vocab_limit: int = 0):
-        super().__init__(model, block_size, vocab_limit)
-        self.reference = BlockDrafter(model, vocab_limit=vocab_limit, linear=float_linear)
+    def __init__(self, graphed: GraphedBlockDrafter):
+        ordinary = graphed.ordinary
+        super().__init__(ordinary, graphed.static.m - 1)
+        self.reference = BlockDrafter(ordinary.model, vocab_limit=ordinary.vocab_limit, linear=float_linear)
         self.proposals = self.differing = 0
         self.largest = 0.0
 
@@ -399,30 +48,7 @@ class CheckingDrafter(GraphedBlockDrafter):
         self.reference.keep_rows(rows)
 
 
-def _build_checked(task, models, args, opts):
-    name = "specdec-graph-check"
-    drafter, beta, tau, block_size, vocab_limit = specdec_settings(task, models, opts, name, "specdec")
-    adapter = CheckingDrafter(drafter, block_size, vocab_limit)
-    return build_speculative(task, models, args, name, adapter, opts, block_size, beta, tau)
-
-
-if __name__ != "__main__":  # as a script, the copy the registry imports registers them
-    register_decoder("specdec-graph", "SpecDec, the drafter's batch-1 call as one CUDA graph (experiment)",
-                     SpecDecOptions, needs_drafter=True)(_build("specdec-graph"))
-    register_decoder("specdec++-graph", "SpecDec++, the drafter's batch-1 call as one CUDA graph (experiment)",
-                     SpecDecOptions, needs_drafter=True, greedy_equivalent=False)(_build("specdec++-graph"))
-    register_decoder("specdec-graph-all", "SpecDec, the drafter's and the verifier's batch-1 calls as CUDA graphs "
-                     "(experiment)", SpecDecOptions, needs_drafter=True)(_build("specdec-graph-all"))
-    register_decoder("specdec++-graph-all", "SpecDec++, the drafter's and the verifier's batch-1 calls as CUDA "
-                     "graphs (experiment)", SpecDecOptions, needs_drafter=True,
-                     greedy_equivalent=False)(_build("specdec++-graph-all"))
-    register_decoder("specdec-graph-check", "specdec-graph checked against the ordinary drafter cache (experiment)",
-                     SpecDecOptions, needs_drafter=True)(_build_checked)
-
-
 def main(argv):
-    """Decode the first SENTENCES test2016 sentences with ``specdec``, the checked graphed drafter and the graphed
-    drafter and verifier: the outputs must be equal, and the drafts (the check's counts) should be."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import demo_pair
 
@@ -430,20 +56,18 @@ def main(argv):
     device = argv[1] if len(argv) > 1 else "cpu"
     draft_length = argv[2] if len(argv) > 2 else "fixed"  # measured: catch-ups after undrafted iterations too
     sentences = demo_pair.raw_sentences(count)
-    outputs, drafter = {}, None
-    for decoding in ("specdec", "specdec-graph-check", "specdec-graph-all"):
-        translator = demo_pair.load(decoding=decoding, device=device, draft_length=draft_length,
+    outputs = {}
+    for graphs in ("off", "on"):
+        translator = demo_pair.load(device=device, draft_length=draft_length, cuda_graphs=graphs,
                                     sentencepiece_model="checkpoints/demo/sentencepiece.model")
-        outputs[decoding] = translator.translate(sentences)
-        if decoding == "specdec-graph-check":
-            drafter = translator.generator.drafter
-    same = {name: sum(a == b for a, b in zip(outputs["specdec"], outputs[name])) for name in outputs}
-    print(f"{count} sentences on {device}, --draft-length {draft_length}: outputs equal to specdec's: "
-          f"the graphed drafter {same['specdec-graph-check']}/{count}, the graphed drafter and verifier "
-          f"{same['specdec-graph-all']}/{count}; the graphed drafter's proposals {drafter.proposals} "
-          f"({drafter.static_proposals} by the static step), drafts differing {drafter.differing}, "
-          f"largest logit difference {drafter.largest:.2e}")
-    return 0 if min(same.values()) == count and drafter.differing == 0 else 1
+        if graphs == "on":
+            checking = translator.generator.drafter = CheckingDrafter(translator.generator.drafter)
+        outputs[graphs] = translator.translate(sentences)
+    same = sum(a == b for a, b in zip(outputs["off"], outputs["on"]))
+    print(f"{count} sentences on {device}, --draft-length {draft_length}: outputs of --cuda-graphs on equal to "
+          f"off's {same}/{count}; proposals {checking.proposals} ({checking.static_proposals} by the static step), "
+          f"drafts differing {checking.differing}, largest logit difference {checking.largest:.2e}")
+    return 0 if same == count and checking.differing == 0 else 1
 
 
 if __name__ == "__main__":

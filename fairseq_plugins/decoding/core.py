@@ -104,8 +104,12 @@ class SpeculativeGenerator:
         self.built = BuiltOnce()
         self.cache_factory = VerifierCache  # (verifier, encoder_out, B, device, linear=, built=) -> its cache
 
+    def max_len(self, source_len: int) -> int:
+        """The most tokens (without EOS) a row with a source of ``source_len`` tokens (padded) may get."""
+        return min(int(self.cfg.max_len_a * source_len + self.cfg.max_len_b), self.max_positions - 1)
+
     def limits(self, src_tokens: Tensor) -> acceptance.GenerationLimits:
-        max_len = min(int(self.cfg.max_len_a * src_tokens.size(1) + self.cfg.max_len_b), self.max_positions - 1)
+        max_len = self.max_len(src_tokens.size(1))
         if self.cfg.min_len > max_len:
             raise PluginError(f"--min-len {self.cfg.min_len} is larger than the maximum output length {max_len}")
         return acceptance.GenerationLimits(

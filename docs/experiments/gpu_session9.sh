@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Issue 13 on a lent GPU, after gpu_session8.sh (2026-11-28: the graphed calls took the demo pair's specdec from
+# 2.51x to 5.39x stock greedy on an H200) made them the product's --cuda-graphs (auto: on for CUDA at batch 1):
+#   phase 1: docs/experiments/graphed_drafter.py on CUDA: --cuda-graphs on vs off, drafts compared call by call
+#   phase 2, the GPU to itself: the harness as gpu_session8.sh (float32, batch 1, 2 rounds, --profile) on the first
+#            SENTENCES (default 250) test2016 sentences: beam1, specdec and specdec++ with --cuda-graphs off and
+#            with the default (auto: on)
+#   phase 3: tests/test_cuda.py's fairseq-generate tests (float32 identical to --beam 1, float16 close to --fp16
+#            --beam 1; batch 1 and 32; specdec with --cuda-graphs auto and off) and tests/test_cuda_graphs.py
+# Carry .whl and gpu (docs/experiments/gpu_prepare.sh); run once with timeout_s 480, then give the machine back.
+# LOCAL=1: dry check on a CPU (there auto is off, so the "auto" rows run the ordinary caches).
+SENTENCES=${SENTENCES:-250}
+. docs/experiments/gpu_prelude.sh
+mkdir -p "$R/check/multi30k" "$R/check/m30raw"
+ln -sfn "$REPO/gpu/bin" "$R/check/multi30k/bin"; ln -sf "$REPO/gpu/test.en" "$R/check/m30raw/test.en"
+
+RUNS=$R/check pin 15 timeout "${CTIME:-100}" python docs/experiments/graphed_drafter.py "${CHECK_SENTENCES:-60}" "$DEV" \
+  > "$R/check.log" 2>&1; echo "check rc $?"
+grep -v "| INFO |" "$R/check.log" | tail -4; cp "$R/check.log" "$OUT/"
+echo "[$(el)s] check done"
+
+harness checkpoints/demo/drafter.pt "beam1,specdec:cuda_graphs=off,specdec,specdec++:cuda_graphs=off,specdec++" \
+  "${HTIME:-150}"
+
+pin 0-13 timeout "${TTIME:-200}" python -m pytest -q -x tests/test_cuda_graphs.py tests/test_cuda.py \
+  -k "cuda_graphs or fairseq_generate" > "$R/tests.log" 2>&1; echo "tests rc $?"
+tail -5 "$R/tests.log"; cp "$R/tests.log" "$OUT/"
+echo "[$(el)s] tests done"
