@@ -83,7 +83,7 @@ class StaticDrafterStep:
     def start(self, encoder_out):
         """Refill the per-sentence buffers from the verifier's (shared) encoder output, batch 1."""
         fill_source(self.layers, self.encoder_visible, encoder_out)
-        queries = QueryTable(self.decoder)._embed(1, self.limit, encoder_out)  # (1, limit, C)
+        queries = QueryTable(self.decoder).embed(1, self.limit, encoder_out)  # (1, limit, C)
         self.query_table.copy_(queries)
         self.fed.zero_()
 

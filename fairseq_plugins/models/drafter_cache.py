@@ -128,14 +128,15 @@ class QueryTable:
         needed = last_first + n_queries
         if self.table is None or self.table.size(1) < needed:
             grown = 32 if self.table is None else 2 * self.table.size(1)
-            self.table = self._embed(first.size(0), max(needed, min(grown, self.decoder.max_positions() - 1)), encoder_out)
+            self.table = self.embed(first.size(0), max(needed, min(grown, self.decoder.max_positions() - 1)), encoder_out)
         return self.table.gather(1, index[:, :, None].expand(-1, -1, self.table.size(2)))
 
     def keep_rows(self, rows: Tensor):
         if self.table is not None:
             self.table = self.table.index_select(0, rows)
 
-    def _embed(self, batch_size: int, n_positions: int, encoder_out: Dict) -> Tensor:
+    def embed(self, batch_size: int, n_positions: int, encoder_out: Dict) -> Tensor:
+        """(B, P, C) embeddings of the queries at target indices 0 .. P - 1 of every row (``encoder_out``: B rows)."""
         decoder = self.decoder
         device = decoder.embed_tokens.weight.device
         targets = torch.arange(n_positions, device=device)[None, :].expand(batch_size, -1)  # (B, P)
