@@ -33,7 +33,8 @@ from torch import Tensor
 
 from fairseq_plugins.decoding.drafters import Draft, Drafter
 from fairseq_plugins.decoding.fast_decoder import FastLayer, fast_path_problems, float_linear, lean_layers, split_heads
-from fairseq_plugins.decoding.incremental import VerifierCache, decoder_input, embed_positions_at, output_layer
+from fairseq_plugins.decoding.incremental import (VerifierCache, decoder_input, decoder_output_states,
+                                                   embed_positions_at, output_layer)
 from fairseq_plugins.models import drafter_blocks
 from fairseq_plugins.models.drafter_cache import QueryTable, count_queries
 from fairseq_plugins_compat.errors import PluginError
@@ -113,12 +114,7 @@ class StaticDrafterStep:
 
         for layer in self.layers:
             x = layer.forward(x, write, self.capacity, visible, self.encoder_visible)
-        x = x[self.m:]
-        if decoder.layer_norm is not None:
-            x = decoder.layer_norm(x)
-        x = x.transpose(0, 1)
-        if decoder.project_out_dim is not None:
-            x = decoder.project_out_dim(x)
+        x = decoder_output_states(decoder, x[self.m:])  # the queries' (1, Q, C)
         logits = F.linear(x, self.output_weight).float()
         self.logits = logits.index_fill_(-1, self.banned, float("-inf"))
         self.fed.add_(self.n_new)
@@ -232,11 +228,7 @@ class StaticVerifier:
 
         for layer in self.layers:
             x = layer.forward(x, write, self.capacity, visible, self.encoder_visible)
-        if decoder.layer_norm is not None:
-            x = decoder.layer_norm(x)
-        x = x.transpose(0, 1)
-        if decoder.project_out_dim is not None:
-            x = decoder.project_out_dim(x)
+        x = decoder_output_states(decoder, x)
         return F.log_softmax(self.output(x).float(), dim=-1), x
 
     def run(self, m: int):

@@ -82,6 +82,17 @@ def decoder_input(decoder, tokens: Tensor, positions: Optional[Tensor]) -> Tenso
     return decoder.dropout_module(x).transpose(0, 1)
 
 
+def decoder_output_states(decoder, x: Tensor) -> Tensor:
+    """The last layer's states (m, B, C) -> fairseq's decoder output states (B, m, C): the final layer norm and the
+    projection out of the model dimension, where the decoder has them."""
+    if decoder.layer_norm is not None:
+        x = decoder.layer_norm(x)
+    x = x.transpose(0, 1)
+    if decoder.project_out_dim is not None:
+        x = decoder.project_out_dim(x)
+    return x
+
+
 def block_causal_mask(cached_len: int, m: int, like: Tensor) -> Optional[Tensor]:
     """(m, cached_len + m) additive mask: new token j sees the cache and new tokens <= j."""
     if m == 1:
@@ -206,11 +217,7 @@ class VerifierCache:
             raise PluginError("a block visibility mask needs the verifier's lean layers (fast_decoder)")
         else:
             x = self.layers.forward(x, self.length)
-        if decoder.layer_norm is not None:
-            x = decoder.layer_norm(x)
-        x = x.transpose(0, 1)
-        if decoder.project_out_dim is not None:
-            x = decoder.project_out_dim(x)
+        x = decoder_output_states(decoder, x)
         self.length += tokens.size(1)
         self.block_len = tokens.size(1)
         return x
