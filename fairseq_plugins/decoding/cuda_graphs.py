@@ -349,15 +349,15 @@ def wanted(choice: str, ordinary: Drafter, verifier) -> bool:
     a float32 pair on CUDA (what has been checked on a GPU) when the pair allows it (a causal-prefix drafter
     reading the verifier's encoder output, standard transformer layers on both sides), on wherever the pair allows
     it (a one-line error otherwise), off never."""
-    if choice == "off":
-        return False
     param = next(verifier.parameters())
     on_cuda = param.device.type == "cuda"
+    if choice == "off" or (choice == "auto" and not (on_cuda and param.dtype == torch.float32)):
+        return False
     problems = graph_problems(ordinary, verifier)
     if choice == "auto":
-        if on_cuda and param.dtype == torch.float32 and problems:
+        if problems:
             logger.info(f"--cuda-graphs auto: off, as {problems}")
-        return on_cuda and param.dtype == torch.float32 and not problems
+        return not problems
     if problems:
         raise PluginError(f"--cuda-graphs on: {problems}")
     if not on_cuda:
