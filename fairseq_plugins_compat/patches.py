@@ -113,7 +113,7 @@ def patch_checkpoint_utils(module):
     module.load_checkpoint_to_cpu = load_checkpoint_to_cpu
     module.get_maybe_sharded_checkpoint_filename = _checked_checkpoint_filename(
         module.get_maybe_sharded_checkpoint_filename)
-    module.load_checkpoint = _restoring_early_stop(module.load_checkpoint)
+    module.load_checkpoint = _restoring_early_stop(module.load_checkpoint, module)
 
 
 # -- fairseq-train: --patience across a resume -----------------------------------------------
@@ -147,10 +147,16 @@ def restore_early_stop(extra_state):
     counter.best, counter.num_runs = saved["best"], saved["num_runs"]
 
 
-def _restoring_early_stop(original):
+def _restoring_early_stop(original, module):
+    """The count is restored exactly when fairseq restores its best value: from the run's own
+    checkpoint, not from the start of --finetune-from-model or with --reset-meters (a count
+    from another run, e.g. another model's best BLEU, would stop this one early)."""
     def load_checkpoint(cfg, trainer, **passthrough_args):
         extra_state, epoch_itr = original(cfg, trainer, **passthrough_args)
-        restore_early_stop(extra_state)
+        # fairseq assigns the loaded object itself (save_checkpoint.best = extra_state["best"]) or nothing
+        best = (extra_state or {}).get("best")
+        if best is not None and getattr(module.save_checkpoint, "best", None) is best:
+            restore_early_stop(extra_state)
         return extra_state, epoch_itr
 
     load_checkpoint.__doc__ = original.__doc__

@@ -337,6 +337,23 @@ def test_patience_counts_across_a_resume(reverse_data, tmp_path):
     assert re.findall(r"\| valid \| epoch (\d+)", log) == ["003"]
 
 
+def test_patience_counts_afresh_when_fine_tuning_from_another_run(reverse_data, tmp_path):
+    """--finetune-from-model starts a new run: the other run's count and best value (e.g. another
+    model's best BLEU) must not carry over, or the new run stops after --patience epochs
+    however well it does.  Here the other run's best (maximised) loss is its first epoch's,
+    which the fine-tuned model does not reach again: counted afresh, it stops after epoch 3."""
+    from conftest import TINY_TRANSFORMER, TRAIN_FLAGS, run_cli
+
+    patience = ["--best-checkpoint-metric", "loss", "--maximize-best-checkpoint-metric", "--patience", "2"]
+    common = [reverse_data, *TINY_TRANSFORMER, *TRAIN_FLAGS, "--no-epoch-checkpoints", *patience]
+    run_cli("fairseq-train", *common, "--save-dir", tmp_path / "other", "--max-epoch", "2")
+    tuned = run_cli("fairseq-train", *common, "--save-dir", tmp_path / "tuned", "--max-epoch", "10",
+                    "--finetune-from-model", tmp_path / "other" / "checkpoint_last.pt")
+    log = tuned.stdout + tuned.stderr
+    assert "early stop since valid performance hasn't improved for last 2 runs" in log
+    assert re.findall(r"\| valid \| epoch (\d+)", log) == ["001", "002", "003"]
+
+
 # -- 8. a second training set (train1) with fairseq's default --upsample-primary ----------------
 
 def test_a_second_training_set_loads_with_the_default_upsample_primary(reverse_data, tmp_path):
