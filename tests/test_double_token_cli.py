@@ -187,15 +187,16 @@ def test_multi30k_recipe_dry_run(reverse_data, tmp_path):
 def test_distilled_comparison_recipe_dry_run(reverse_data, tmp_path):
     """recipes/double-token/compare-distilled-multi30k.sh (DRY_RUN, PARALLEL=1: a pipeline per order): the pair
     to convergence, the single-token model's distillation of the training set (the bidirectional pipeline waits
-    for it), the pair on it, the four systems in one table (the distilled pair against its own baseline) and
-    one plot; a rerun skips every stage."""
+    for it), the pair on it, with WARM_START=1 the bidirectional model on it started from the single-token one,
+    the five systems in one table (the distilled ones against their own baseline) and one plot; a rerun skips
+    every stage."""
     import json
     import os
     import subprocess
 
     from conftest import BIN_DIR, REPO
 
-    env = {**os.environ, "DRY_RUN": "1", "PARALLEL": "1", "DATA": str(reverse_data),
+    env = {**os.environ, "DRY_RUN": "1", "PARALLEL": "1", "WARM_START": "1", "DATA": str(reverse_data),
            "RAW": str(reverse_data.parent / "raw"), "SRC": "src", "TGT": "tgt", "REMOVE_BPE": "none",
            "RUNS": str(tmp_path), "POLL_SECONDS": "1", "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
     script = str(REPO / "recipes" / "double-token" / "compare-distilled-multi30k.sh")
@@ -219,10 +220,16 @@ def test_distilled_comparison_recipe_dry_run(reverse_data, tmp_path):
     result = json.loads((runs / "double-token-comparison" / "results.json").read_text())
     assert {(r["system"], r["baseline"]) for r in result["rows"]} == {
         ("single_l2r", "single_l2r"), ("bidirectional", "single_l2r"),
-        ("single_l2r_distilled", "single_l2r"), ("bidirectional_distilled", "single_l2r_distilled")}
+        ("single_l2r_distilled", "single_l2r"), ("bidirectional_distilled", "single_l2r_distilled"),
+        ("bidirectional_warm", "single_l2r_distilled")}
+    warm = runs / "double-token-distilled-warm" / "bidirectional"
+    start = runs / "double-token-distilled" / "single_l2r" / "checkpoint_avg_best.pt"
+    assert f"loading pretrained model from {start}" in (warm / "train.log").read_text()
+    assert (warm / "checkpoint_avg_best.pt").exists()
     assert (runs / "double-token-comparison" / "bleu-curves.png").stat().st_size > 0
     rerun = run()
     assert rerun.returncode == 0, rerun.stdout[-4000:]
+    assert "fairseq_cli.train" not in rerun.stdout, rerun.stdout[-4000:]
     for order in ("bidirectional", "single_l2r"):
         log = (runs / "double-token-comparison" / f"pipeline-{order}.log").read_text()
         assert log.count("trained already") == 2 and "fairseq_cli.train" not in log, log[-4000:]

@@ -17,6 +17,10 @@
 #   PARALLEL=1 ...   two pipelines side by side, one CPU core each: the single-token model trains, distils and
 #                    trains on its distillation; the bidirectional model trains, waits for the distillation,
 #                    trains on it
+#   WARM_START=1 ...   a fifth system: the bidirectional model on the distillation started from the converged
+#                    single-token model on it (--finetune-from-model its checkpoint_avg_best.pt: same architecture,
+#                    only the decoding order differs), trained after both pipelines to convergence with WARM_LR
+#                    (Adam's peak, default 0.0005) and WARM_PATIENCE (default PATIENCE), in DISTILLED_ROOT-warm
 # Each stage is skipped when its output exists (a trained system: its training.done; the distillation: its
 # binarized train split), so the same command goes on after a kill, from fairseq's checkpoint_last.pt.
 # train-multi30k.sh's options (AUTOCAST, CPU, FP16, PATIENCE, ...) pass through as env vars, and extra
@@ -35,6 +39,7 @@ main() {
   DISTILLED_ROOT=${DISTILLED_ROOT:-$RUNS/multi30k/double-token-distilled$(teacher_suffix)}  # the pair on it
   OUT=${OUT:-$RUNS/multi30k/double-token-comparison$(teacher_suffix)}   # results.{md,png,json}, bleu-curves.png
   PARALLEL=${PARALLEL:-0}
+  WARM_START=${WARM_START:-0}; WARM_LR=${WARM_LR:-0.0005}
   # evaluation (as train-multi30k.sh's)
   GEN_SUBSET=${GEN_SUBSET:-test}; BEAM=${BEAM:-5}; THREADS=${THREADS:-1}
   MAX_SENTENCES=${MAX_SENTENCES:-0}; BENCH_WARMUP=${BENCH_WARMUP:-10}
@@ -42,6 +47,7 @@ main() {
   REMOVE_BPE=${REMOVE_BPE:-sentencepiece}
   if [ "$DRY_RUN" = 1 ]; then MAX_SENTENCES=${DRY_SENTENCES:-5}; BENCH_WARMUP=1; BEAM=2; fi
   case $PARALLEL in 0 | 1) ;; *) die "PARALLEL must be 0|1" ;; esac
+  case $WARM_START in 0 | 1) ;; *) die "WARM_START must be 0|1" ;; esac
   check_inputs "DATA=$DATA/dict.$SRC.txt" "RAW=$RAW/train.$SRC"
   if [ -n "$TEACHER" ]; then check_inputs "TEACHER=$TEACHER"; fi
   export DATA SRC TGT REMOVE_BPE CONVERGE=1 EVALUATE=0
@@ -56,6 +62,7 @@ main() {
       for order in bidirectional single_l2r; do train_order "$kind" "$order" "$@"; done
     done
   fi
+  if [ "$WARM_START" = 1 ]; then train_warm_start "$@"; fi
   log "the four systems side by side -> $OUT"
   compare
 }
@@ -81,6 +88,17 @@ train_order() {
   if [ "$kind" = distilled ]; then train_data=$DISTILLED/bin; fi
   log "$order on the $kind data -> $root/$order"
   SAVE_ROOT=$root TRAIN_DATA=$train_data ORDERS=$order bash "$REPO/recipes/double-token/train-multi30k.sh" "$@"
+}
+
+# train_warm_start [fairseq-train options...]: the bidirectional model on the distillation, started from the
+# converged single-token model on it, to convergence in DISTILLED_ROOT-warm/bidirectional
+train_warm_start() {
+  local start=$DISTILLED_ROOT/single_l2r/checkpoint_avg_best.pt
+  check_inputs "the single-token model on the distillation=$start"
+  log "bidirectional on the distilled data, started from $start -> $DISTILLED_ROOT-warm/bidirectional"
+  SAVE_ROOT=$DISTILLED_ROOT-warm TRAIN_DATA=$DISTILLED/bin ORDERS=bidirectional LR=$WARM_LR \
+    PATIENCE=${WARM_PATIENCE:-${PATIENCE:-10}} bash "$REPO/recipes/double-token/train-multi30k.sh" \
+    --finetune-from-model "$start" "$@"
 }
 
 # train_side_by_side [fairseq-train options...]: one pipeline per core, logs OUT/pipeline-ORDER.log: the
@@ -138,7 +156,7 @@ distil() {
     NUM_SHARDS=${NUM_SHARDS:-1} DEVICE=${DEVICE:-auto} bash "$REPO/recipes/distill.sh"
 }
 
-# compare: the four averaged systems in one bench.systems run, and the four valid-BLEU curves
+# compare: the four averaged systems (five with WARM_START) in one bench.systems run, and their valid-BLEU curves
 compare() {
   local kind order root name args=() logs=() labels=()
   for kind in original distilled; do
@@ -149,8 +167,13 @@ compare() {
       logs+=("$root/$order/train.log"); labels+=(--label "$order, $kind data")
     done
   done
-  args+=(--baseline single_l2r --baseline-of bidirectional_distilled=single_l2r_distilled
-         --beams "1,$BEAM" --gen-subset "$GEN_SUBSET" --max-sentences "$MAX_SENTENCES" --warmup "$BENCH_WARMUP"
+  args+=(--baseline single_l2r --baseline-of bidirectional_distilled=single_l2r_distilled)
+  if [ "$WARM_START" = 1 ]; then
+    args+=(--system "bidirectional_warm=$DISTILLED_ROOT-warm/bidirectional/checkpoint_avg_best.pt"
+           --baseline-of bidirectional_warm=single_l2r_distilled)
+    logs+=("$DISTILLED_ROOT-warm/bidirectional/train.log"); labels+=(--label "bidirectional, distilled data, warm start")
+  fi
+  args+=(--beams "1,$BEAM" --gen-subset "$GEN_SUBSET" --max-sentences "$MAX_SENTENCES" --warmup "$BENCH_WARMUP"
          --threads "$THREADS" --source-lang "$SRC" --target-lang "$TGT"
          --out-md "$OUT/results.md" --out-png "$OUT/results.png" --out-json "$OUT/results.json")
   if [ "$REMOVE_BPE" != none ]; then args+=(--remove-bpe "$REMOVE_BPE"); fi
