@@ -19,8 +19,8 @@
 #                    trains on it
 #   WARM_START=1 ...   a fifth system: the bidirectional model on the distillation started from the converged
 #                    single-token model on it (--finetune-from-model its checkpoint_avg_best.pt: same architecture,
-#                    only the decoding order differs), trained after both pipelines to convergence with WARM_LR
-#                    (Adam's peak, default 0.0005) and WARM_PATIENCE (default PATIENCE), in DISTILLED_ROOT-warm
+#                    only the decoding order differs; a fresh optimiser and learning-rate schedule), trained after
+#                    both pipelines to convergence with patience WARM_PATIENCE (default PATIENCE), in DISTILLED_ROOT-warm
 # Each stage is skipped when its output exists (a trained system: its training.done; the distillation: its
 # binarized train split), so the same command goes on after a kill, from fairseq's checkpoint_last.pt.
 # train-multi30k.sh's options (AUTOCAST, CPU, FP16, PATIENCE, ...) pass through as env vars, and extra
@@ -39,7 +39,7 @@ main() {
   DISTILLED_ROOT=${DISTILLED_ROOT:-$RUNS/multi30k/double-token-distilled$(teacher_suffix)}  # the pair on it
   OUT=${OUT:-$RUNS/multi30k/double-token-comparison$(teacher_suffix)}   # results.{md,png,json}, bleu-curves.png
   PARALLEL=${PARALLEL:-0}
-  WARM_START=${WARM_START:-0}; WARM_LR=${WARM_LR:-0.0005}
+  WARM_START=${WARM_START:-0}
   # evaluation (as train-multi30k.sh's)
   GEN_SUBSET=${GEN_SUBSET:-test}; BEAM=${BEAM:-5}; THREADS=${THREADS:-1}
   MAX_SENTENCES=${MAX_SENTENCES:-0}; BENCH_WARMUP=${BENCH_WARMUP:-10}
@@ -96,7 +96,7 @@ train_warm_start() {
   local start=$DISTILLED_ROOT/single_l2r/checkpoint_avg_best.pt
   check_inputs "the single-token model on the distillation=$start"
   log "bidirectional on the distilled data, started from $start -> $DISTILLED_ROOT-warm/bidirectional"
-  SAVE_ROOT=$DISTILLED_ROOT-warm TRAIN_DATA=$DISTILLED/bin ORDERS=bidirectional LR=$WARM_LR \
+  SAVE_ROOT=$DISTILLED_ROOT-warm TRAIN_DATA=$DISTILLED/bin ORDERS=bidirectional \
     PATIENCE=${WARM_PATIENCE:-${PATIENCE:-10}} bash "$REPO/recipes/double-token/train-multi30k.sh" \
     --finetune-from-model "$start" "$@"
 }
