@@ -63,7 +63,7 @@ main() {
     done
   fi
   if [ "$WARM_START" = 1 ]; then train_warm_start "$@"; fi
-  log "the four systems side by side -> $OUT"
+  log "the systems side by side -> $OUT"
   compare
 }
 
