@@ -40,6 +40,7 @@ main() {
   OUT=${OUT:-$RUNS/multi30k/double-token-comparison$(teacher_suffix)}   # results.{md,png,json}, bleu-curves.png
   PARALLEL=${PARALLEL:-0}
   WARM_START=${WARM_START:-0}
+  WARM_ROOT=$DISTILLED_ROOT-warm              # the bidirectional model started from the single-token one on it
   # evaluation (as train-multi30k.sh's)
   GEN_SUBSET=${GEN_SUBSET:-test}; BEAM=${BEAM:-5}; THREADS=${THREADS:-1}
   MAX_SENTENCES=${MAX_SENTENCES:-0}; BENCH_WARMUP=${BENCH_WARMUP:-10}
@@ -91,13 +92,13 @@ train_order() {
 }
 
 # train_warm_start [fairseq-train options...]: the bidirectional model on the distillation, started from the
-# converged single-token model on it, to convergence in DISTILLED_ROOT-warm/bidirectional
+# converged single-token model on it, to convergence in WARM_ROOT/bidirectional
 train_warm_start() {
   local start=$DISTILLED_ROOT/single_l2r/checkpoint_avg_best.pt
   check_inputs "the single-token model on the distillation=$start"
-  log "bidirectional on the distilled data, started from $start -> $DISTILLED_ROOT-warm/bidirectional"
-  SAVE_ROOT=$DISTILLED_ROOT-warm TRAIN_DATA=$DISTILLED/bin ORDERS=bidirectional \
-    PATIENCE=${WARM_PATIENCE:-${PATIENCE:-10}} bash "$REPO/recipes/double-token/train-multi30k.sh" \
+  log "bidirectional on the distilled data, started from $start -> $WARM_ROOT/bidirectional"
+  SAVE_ROOT=$WARM_ROOT TRAIN_DATA=$DISTILLED/bin ORDERS=bidirectional \
+    PATIENCE=${WARM_PATIENCE:-${PATIENCE:-}} bash "$REPO/recipes/double-token/train-multi30k.sh" \
     --finetune-from-model "$start" "$@"
 }
 
@@ -169,9 +170,9 @@ compare() {
   done
   args+=(--baseline single_l2r --baseline-of bidirectional_distilled=single_l2r_distilled)
   if [ "$WARM_START" = 1 ]; then
-    args+=(--system "bidirectional_warm=$DISTILLED_ROOT-warm/bidirectional/checkpoint_avg_best.pt"
+    args+=(--system "bidirectional_warm=$WARM_ROOT/bidirectional/checkpoint_avg_best.pt"
            --baseline-of bidirectional_warm=single_l2r_distilled)
-    logs+=("$DISTILLED_ROOT-warm/bidirectional/train.log"); labels+=(--label "bidirectional, distilled data, warm start")
+    logs+=("$WARM_ROOT/bidirectional/train.log"); labels+=(--label "bidirectional, distilled data, warm start")
   fi
   args+=(--beams "1,$BEAM" --gen-subset "$GEN_SUBSET" --max-sentences "$MAX_SENTENCES" --warmup "$BENCH_WARMUP"
          --threads "$THREADS" --source-lang "$SRC" --target-lang "$TGT"
