@@ -113,10 +113,10 @@ def patch_checkpoint_utils(module):
     module.load_checkpoint_to_cpu = load_checkpoint_to_cpu
     module.get_maybe_sharded_checkpoint_filename = _checked_checkpoint_filename(
         module.get_maybe_sharded_checkpoint_filename)
-    module.load_checkpoint = _restoring_early_stop(module.load_checkpoint, module)
+    module.load_checkpoint = _restoring_run_state(module.load_checkpoint, module)
 
 
-# -- fairseq-train: --patience across a resume -----------------------------------------------
+# -- fairseq-train: --patience across a resume, a fine-tune's own clock -------------------------
 
 EARLY_STOP_STATE = "early_stop"  # checkpoint extra-state entry: --patience's best value and count
 
@@ -147,12 +147,28 @@ def restore_early_stop(extra_state):
     counter.best, counter.num_runs = saved["best"], saved["num_runs"]
 
 
-def _restoring_early_stop(original, module):
+def starts_fine_tune(cfg, trainer, path_exists=os.path.exists) -> bool:
+    """Whether fairseq's ``load_checkpoint`` is about to start --finetune-from-model: it does
+    when the run has no ``checkpoint_last`` of its own yet (fairseq 0.12.2's rule)."""
+    if cfg.finetune_from_model is None or cfg.restore_file != "checkpoint_last.pt" \
+            or getattr(cfg, "continue_once", None) is not None:
+        return False
+    return not path_exists(os.path.join(cfg.save_dir, f"checkpoint_last{trainer.checkpoint_suffix}.pt"))
+
+
+def _restoring_run_state(original, module):
     """The count is restored exactly when fairseq restores its best value: from the run's own
     checkpoint, not from the start of --finetune-from-model or with --reset-meters (a count
-    from another run, e.g. another model's best BLEU, would stop this one early)."""
+    from another run, e.g. another model's best BLEU, would stop this one early).
+
+    The start of --finetune-from-model also sets the training clock back to zero: fairseq
+    restores the other run's ``previous_training_time`` whatever it resets, so a fine-tune of a
+    checkpoint trained longer than its --stop-time-hours stopped after one update."""
     def load_checkpoint(cfg, trainer, **passthrough_args):
+        fine_tuning = starts_fine_tune(cfg, trainer, module.PathManager.exists)
         extra_state, epoch_itr = original(cfg, trainer, **passthrough_args)
+        if fine_tuning:
+            trainer._previous_training_time = 0  # fairseq's clock: cumulative_training_time()
         # fairseq assigns the loaded object itself (save_checkpoint.best = extra_state["best"]) or nothing
         best = (extra_state or {}).get("best")
         if best is not None and getattr(module.save_checkpoint, "best", None) is best:

@@ -354,6 +354,34 @@ def test_patience_counts_afresh_when_fine_tuning_from_another_run(reverse_data, 
     assert re.findall(r"\| valid \| epoch (\d+)", log) == ["001", "002", "003"]
 
 
+def _add_training_hours(checkpoint, hours):
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    state["extra_state"]["previous_training_time"] += hours * 3600
+    torch.save(state, checkpoint)
+
+
+def test_a_fine_tune_counts_its_own_training_time_and_a_resume_the_runs(reverse_data, tmp_path):
+    """fairseq 0.12.2 restores a checkpoint's training time even at the start of
+    --finetune-from-model, so fine-tuning a model trained longer than --stop-time-hours stopped
+    after one update.  The fine-tune's clock now starts at zero; a resumed run's goes on."""
+    from conftest import TINY_TRANSFORMER, TRAIN_FLAGS, run_cli
+
+    common = [reverse_data, *TINY_TRANSFORMER, *TRAIN_FLAGS, "--no-epoch-checkpoints", "--stop-time-hours", "1"]
+    run_cli("fairseq-train", *common, "--save-dir", tmp_path / "other", "--max-epoch", "1")
+    _add_training_hours(tmp_path / "other" / "checkpoint_last.pt", 2)  # as if it had trained 2 hours
+    tuned = run_cli("fairseq-train", *common, "--save-dir", tmp_path / "tuned", "--max-epoch", "2",
+                    "--finetune-from-model", tmp_path / "other" / "checkpoint_last.pt")
+    log = tuned.stdout + tuned.stderr
+    assert "Stopping training due to cumulative_training_time" not in log
+    assert re.findall(r"\| valid \| epoch (\d+)", log) == ["001", "002"]
+    _add_training_hours(tmp_path / "tuned" / "checkpoint_last.pt", 2)
+    resumed = run_cli("fairseq-train", *common, "--save-dir", tmp_path / "tuned", "--max-epoch", "4",
+                      "--finetune-from-model", tmp_path / "other" / "checkpoint_last.pt")
+    log = resumed.stdout + resumed.stderr
+    assert "Stopping training due to cumulative_training_time" in log
+    assert re.findall(r"\| valid \| epoch (\d+)", log) == ["003"]
+
+
 # -- 8. a second training set (train1) with fairseq's default --upsample-primary ----------------
 
 def test_a_second_training_set_loads_with_the_default_upsample_primary(reverse_data, tmp_path):
