@@ -360,7 +360,7 @@ def _add_training_hours(checkpoint, hours):
     torch.save(state, checkpoint)
 
 
-def test_a_fine_tune_counts_its_own_training_time_and_a_resume_the_runs(reverse_data, tmp_path):
+def test_stop_time_counts_from_a_fine_tunes_start_and_on_across_a_resume(reverse_data, tmp_path):
     """fairseq 0.12.2 restores a checkpoint's training time even at the start of
     --finetune-from-model, so fine-tuning a model trained longer than --stop-time-hours stopped
     after one update.  The fine-tune's clock now starts at zero; a resumed run's goes on."""
