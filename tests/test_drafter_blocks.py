@@ -194,3 +194,42 @@ def test_criterion_validation_is_deterministic_and_training_glances():
     assert log["glance_ratio_sum"] == pytest.approx(0.4 * 3)
     assert log["n_revealed"] > 0  # an untrained drafter gets most tokens wrong: some are revealed
     assert sample_size + log["n_revealed"] == log["ntokens"] and loss.requires_grad
+
+
+def test_position_weights_decay_geometrically_with_mean_one():
+    from fairseq_plugins.criterions.glancing_block_loss import position_weights
+
+    weights = position_weights(4, 0.5, torch.zeros(1))
+    assert torch.allclose(weights[1:] / weights[:-1], torch.full((3,), 0.5))
+    assert weights.mean().item() == pytest.approx(1.0)
+    assert torch.equal(position_weights(4, 1.0, torch.zeros(1)), torch.ones(4))
+
+
+def test_criterion_position_weights_favour_the_first_block_positions():
+    dictionary = make_dictionary()
+    drafter = build_drafter(dictionary, block_size=4).eval()
+    sample = _sample(dictionary, [["w1", "w2", "w3", "w4", "w5", "w6"], ["w7", "w8", "w9", "w1", "w2"]])
+    uniform = _criterion(dictionary)
+    decayed = _criterion(dictionary, position_weight_decay=0.5)
+    p = torch.zeros(2, dtype=torch.long)  # blocks from the start: every block position is a gold token
+    prefix, prefix_lengths, gold = blocks.make_blocks(sample["target"], p, 4, dictionary.pad(), dictionary.eos())
+    logits, _ = drafter(sample["net_input"]["src_tokens"], sample["net_input"]["src_lengths"], prefix,
+                        prefix_lengths=prefix_lengths)
+    lprobs = torch.log_softmax(logits, dim=-1)
+    in_loss = gold.ne(dictionary.pad())
+    first_only = in_loss & (torch.arange(4) == 0)
+    last_only = in_loss & (torch.arange(4) == 3)
+    assert first_only.any() and last_only.any()
+    # the same token losses weigh 8x more at position 0 than at position 3 (0.5 ** 3), the nll stays unweighted
+    def weight(mask):
+        return (decayed.block_loss(lprobs, gold, mask)[0] / uniform.block_loss(lprobs, gold, mask)[0]).item()
+    assert weight(first_only) == pytest.approx(8 * weight(last_only), rel=1e-5)
+    assert torch.allclose(decayed.block_loss(lprobs, gold, in_loss)[1], uniform.block_loss(lprobs, gold, in_loss)[1])
+    assert decayed(drafter, sample)[1] == uniform(drafter, sample)[1]  # the same sample size
+
+
+def test_criterion_refuses_a_position_weight_decay_outside_zero_one():
+    from fairseq_plugins_compat.errors import PluginError
+
+    with pytest.raises(PluginError, match="--position-weight-decay must be in"):
+        _criterion(make_dictionary(), position_weight_decay=1.5)

@@ -6,8 +6,11 @@ tokens, positions past the target's eos are left out of the loss.  Glancing: a f
 pass without gradient drafts the block, its Hamming distance d to the gold block is
 counted, floor(ratio * d) random block positions are revealed with their gold tokens and
 the loss (label smoothed) is taken on the remaining ones.  The ratio anneals linearly
-(paper: 0.5 -> 0.3 over the run).  Validation draws prefixes with a fixed seed per
-batch and never glances, so ``glance_acc`` there is the drafter's block accuracy.
+(paper: 0.5 -> 0.3 over the run).  ``--position-weight-decay g`` < 1 weighs block position j
+(0-based) by g^j, scaled to a mean weight of 1 over the block: SpecDec uses a drafted token only
+when every one before it passed, so the first positions count most (paper: 1, uniform).
+Validation draws prefixes with a fixed seed per batch and never glances, so ``glance_acc``
+there is the drafter's block accuracy.
 
 Validation also simulates vanilla SpecDec against each valid target (unless
 ``--no-spec-eval``): from p = 0, the drafter proposes its k-token argmax block after the
@@ -31,6 +34,7 @@ from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_l
 from fairseq.dataclass import FairseqDataclass
 
 from fairseq_plugins.models import drafter_blocks
+from fairseq_plugins_compat.errors import PluginError
 
 
 @dataclass
@@ -41,6 +45,10 @@ class GlancingBlockLossConfig(FairseqDataclass):
     glance_anneal_updates: int = field(
         default=0, metadata={"help": "updates over which the ratio anneals linearly; 0: --max-update "
                                      "(if that is 0 too, the ratio stays at the start value)"})
+    position_weight_decay: float = field(
+        default=1.0, metadata={"help": "weigh the loss at block position j (0-based) by this ** j, scaled to a mean "
+                                       "weight of 1 (SpecDec only uses a drafted token when all before it passed); "
+                                       "1: uniform, the paper's"})
     valid_seed: int = field(default=1, metadata={"help": "seed of the prefix lengths drawn in validation"})
     no_spec_eval: bool = field(
         default=False, metadata={"help": "validation: do not simulate SpecDec (no spec_tokens_per_iter; faster)"})
@@ -52,8 +60,11 @@ class GlancingBlockLossConfig(FairseqDataclass):
 @register_criterion("glancing_block_loss", dataclass=GlancingBlockLossConfig)
 class GlancingBlockLoss(FairseqCriterion):
     def __init__(self, task, label_smoothing, glance_ratio_start, glance_ratio_end, glance_anneal_updates,
-                 valid_seed, max_update, no_spec_eval=False, spec_eval_stride=1):
+                 valid_seed, max_update, no_spec_eval=False, spec_eval_stride=1, position_weight_decay=1.0):
         super().__init__(task)
+        if not 0.0 < position_weight_decay <= 1.0:
+            raise PluginError(f"--position-weight-decay must be in (0, 1], got {position_weight_decay}")
+        self.position_decay = position_weight_decay
         self.eps = label_smoothing
         self.ratio_start, self.ratio_end = glance_ratio_start, glance_ratio_end
         self.anneal_updates = glance_anneal_updates or max_update or 0
@@ -86,7 +97,7 @@ class GlancingBlockLoss(FairseqCriterion):
         reveal = extra["reveal"] if extra["reveal"] is not None else torch.zeros_like(valid)
         in_loss = valid & ~reveal
         lprobs = utils.log_softmax(logits, dim=-1, onnx_trace=False)
-        loss, nll_loss = label_smoothed_nll_loss(lprobs[in_loss], gold[in_loss], self.eps, reduce=True)
+        loss, nll_loss = self.block_loss(lprobs, gold, in_loss)
         n_loss = int(in_loss.sum())
         if n_loss == 0:  # everything revealed (ratio 1 on a wrong block): keep the graph, no signal
             loss = nll_loss = logits.sum() * 0.0
@@ -102,6 +113,15 @@ class GlancingBlockLoss(FairseqCriterion):
                 model, net_input["src_tokens"][rows], net_input["src_lengths"][rows], sample["target"][rows],
                 self.padding_idx, self.task.target_dictionary.eos())
         return loss, max(n_loss, 1), logging_output
+
+    def block_loss(self, lprobs, gold, in_loss):
+        """(label-smoothed loss, nll loss), summed over the ``in_loss`` (B, k) positions of lprobs (B, k, V),
+        each weighted by :func:`position_weights` (the nll loss unweighted, comparable across decays)."""
+        if self.position_decay == 1.0:
+            return label_smoothed_nll_loss(lprobs[in_loss], gold[in_loss], self.eps, reduce=True)
+        loss, nll_loss = label_smoothed_nll_loss(lprobs[in_loss], gold[in_loss], self.eps, reduce=False)
+        weights = position_weights(gold.size(1), self.position_decay, lprobs)[None, :].expand_as(gold)[in_loss]
+        return (loss * weights).sum(), nll_loss.sum()
 
     @staticmethod
     def reduce_metrics(logging_outputs) -> None:
@@ -131,6 +151,12 @@ class GlancingBlockLoss(FairseqCriterion):
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:
         return True
+
+
+def position_weights(k: int, decay: float, like: torch.Tensor) -> torch.Tensor:
+    """(k,) weights decay ** j of block positions j = 0..k-1, scaled to mean 1."""
+    weights = decay ** torch.arange(k, dtype=like.dtype, device=like.device)
+    return weights * (k / weights.sum())
 
 
 @torch.no_grad()
