@@ -235,8 +235,15 @@ def progress_bar(args, n_lines, initial):
                 file=sys.stderr, dynamic_ncols=True)
 
 
+def cpu_threads_per_shard(num_shards: int) -> str:
+    """OMP_NUM_THREADS of each CPU worker: the cores shared out (torch would give each worker all of
+    them; two workers on two cores then ran 10x slower than with one thread each)."""
+    return str(max(1, (os.cpu_count() or 1) // num_shards))
+
+
 def spawn_shards(args, argv):
-    """Start one worker process per shard; with CUDA, worker i sees only GPU i % #GPUs."""
+    """Start one worker process per shard; with CUDA, worker i sees only GPU i % #GPUs; on a CPU each
+    worker gets its share of the cores (unless OMP_NUM_THREADS is set)."""
     n_gpus = 0
     if args.device != "cpu":
         import torch
@@ -248,6 +255,8 @@ def spawn_shards(args, argv):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
         if n_gpus:
             env["CUDA_VISIBLE_DEVICES"] = str(shard % n_gpus)
+        elif "OMP_NUM_THREADS" not in os.environ:
+            env["OMP_NUM_THREADS"] = cpu_threads_per_shard(args.num_shards)
         log = open(os.path.join(args.work_dir, f"shard-{shard}.log"), "w")
         cmd = [sys.executable, "-m", "fairseq_plugins.distill", *argv, "--shard-id", str(shard)]
         procs.append((shard, subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))

@@ -227,3 +227,24 @@ def test_recipe_more_sources_are_translated_and_binarized_as_train1(reverse_data
     bad = run_recipe({**env, "MORE_SOURCES": "two", "OUT": str(tmp_path / "bad")}, tmp_path)
     assert bad.returncode != 0 and "ERROR: MORE_SOURCES must be a number of passes" in bad.stdout
     assert "Traceback" not in bad.stdout
+
+
+def test_cpu_shards_share_the_cores_unless_omp_num_threads_is_set(tmp_path, monkeypatch):
+    started = []
+
+    class FakePopen:
+        def __init__(self, cmd, env, stdout, stderr):
+            started.append(env)
+
+    monkeypatch.setattr(distill.subprocess, "Popen", FakePopen)
+    monkeypatch.setattr(distill.os, "cpu_count", lambda: 8)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    args = distill.get_parser().parse_args(["--teacher", "t.pt", "--input", "in", "--output", "out",
+                                           "--device", "cpu", "--num-shards", "4"])
+    args.work_dir = str(tmp_path)
+    distill.spawn_shards(args, [])
+    assert [env["OMP_NUM_THREADS"] for env in started] == ["2"] * 4  # 8 cores shared out, not 8 threads each
+    started.clear()
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    distill.spawn_shards(args, [])
+    assert [env["OMP_NUM_THREADS"] for env in started] == ["3"] * 4  # the user's setting is kept
