@@ -242,9 +242,11 @@ def test_cpu_shards_share_the_cores_unless_omp_num_threads_is_set(tmp_path, monk
     args = distill.get_parser().parse_args(["--teacher", "t.pt", "--input", "in", "--output", "out",
                                            "--device", "cpu", "--num-shards", "4"])
     args.work_dir = str(tmp_path)
-    distill.spawn_shards(args, [])
+    for _, _, log in distill.spawn_shards(args, []):
+        log.close()
     assert [env["OMP_NUM_THREADS"] for env in started] == ["2"] * 4  # 8 cores shared out, not 8 threads each
     started.clear()
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    distill.spawn_shards(args, [])
+    for _, _, log in distill.spawn_shards(args, []):
+        log.close()
     assert [env["OMP_NUM_THREADS"] for env in started] == ["3"] * 4  # the user's setting is kept

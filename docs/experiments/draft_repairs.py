@@ -27,8 +27,7 @@ def leading_matches(drafts, target):
 def accepted(record, drafts):
     """Drafts of ``drafts`` the verifier accepts in the record's iteration."""
     start = record["len"] - 1  # column 0 of the core's tokens is EOS; ``out`` starts at column 1
-    target = record["out"][start:start + len(record["d"])]
-    return min(leading_matches(drafts, target), len(target))
+    return leading_matches(drafts, record["out"][start:start + len(record["d"])])
 
 
 def dedupe(below=1.01):
