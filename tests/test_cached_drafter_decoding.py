@@ -17,10 +17,11 @@ DICT = make_dictionary(14)
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 500), src_lengths=st.lists(st.integers(1, 9), min_size=1, max_size=4),
-       k=st.integers(1, 4), adaptive=st.booleans(), learned_pos=st.booleans())
-def test_cached_drafter_drafts_as_the_uncached_one(seed, src_lengths, k, adaptive, learned_pos):
+       k=st.integers(1, 4), adaptive=st.booleans(), learned_pos=st.booleans(), layers=st.sampled_from([1, 2, 3]))
+def test_cached_drafter_drafts_as_the_uncached_one(seed, src_lengths, k, adaptive, learned_pos, layers):
     verifier = build_verifier(DICT, seed=seed)
-    drafter = build_drafter(DICT, seed=seed + 1, decoder_learned_pos=learned_pos)
+    drafter = build_drafter(DICT, seed=seed + 1, decoder_learned_pos=learned_pos, decoder_layers=layers)
+    assert len(drafter.decoder.layers) == layers
     batch = make_batch(DICT, src_lengths, seed=seed)
     cfg = SpeculativeConfig(block_size=k, adaptive=adaptive, max_len_b=14)
     runs = []
