@@ -94,7 +94,8 @@ main() {
            --eval-bleu-detok space --best-checkpoint-metric bleu --maximize-best-checkpoint-metric)
   fi
   mkdir -p "$SAVE_DIR"
-  log "training $ARCH ${ENC_LAYERS}+${DEC_LAYERS} layers, dim $EMBED_DIM on $DATA -> $SAVE_DIR ($LAUNCHER," \
+  log "training $ARCH $(last_option --encoder-layers "$ENC_LAYERS" "$@")+$(last_option --decoder-layers "$DEC_LAYERS" "$@")" \
+      "layers, dim $(last_option --encoder-embed-dim "$EMBED_DIM" "$@") on $DATA -> $SAVE_DIR ($LAUNCHER," \
       "$world x $MAX_TOKENS tokens x update-freq $UPDATE_FREQ = $((world * MAX_TOKENS * UPDATE_FREQ)) tokens/update)"
 
   local train_bin; train_bin=$(command -v fairseq-train)

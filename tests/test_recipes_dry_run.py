@@ -107,14 +107,14 @@ def stub_bin(tmp_path):
     return stub
 
 
-def run_train_at(stub_bin, **env):
-    """train-at.sh with the stubs first on PATH, on a data folder holding only its source dictionary
-    (unless ``env`` names another DATA)."""
+def run_train_at(stub_bin, *options, **env):
+    """train-at.sh ``options`` with the stubs first on PATH, on a data folder holding only its source
+    dictionary (unless ``env`` names another DATA)."""
     data = stub_bin.parent / "data"
     data.mkdir(exist_ok=True)
     (data / "dict.en.txt").write_text("w 1\n")
     path = os.pathsep.join([str(stub_bin), str(BIN_DIR), os.environ.get("PATH", "")])
-    return subprocess.run(["bash", str(RECIPES / "train-at.sh")], text=True, capture_output=True, cwd=REPO,
+    return subprocess.run(["bash", str(RECIPES / "train-at.sh"), *options], text=True, capture_output=True, cwd=REPO,
                           env={**os.environ, "PATH": path, "DRY_RUN": "0", "DATA": str(data), **env}, timeout=60)
 
 
@@ -137,6 +137,15 @@ def test_paper_batch_kept_for_any_gpu_count(stub_bin, tmp_path, ngpus, nnodes, f
     assert "--fp16" in argv and "--share-all-embeddings" in argv
     if nnodes > 1:
         assert argv[0] == "torchrun" and opt("--nnodes") == "2"
+
+
+def test_the_log_names_the_sizes_that_options_after_the_name_override(stub_bin, tmp_path):
+    proc = run_train_at(stub_bin, "--decoder-layers", "1", "--encoder-embed-dim", "64", SETTING="multi30k-verifier",
+                        CPU="1", SAVE_DIR=str(tmp_path / "s"))
+    assert proc.returncode == 0, proc.stderr
+    assert "transformer 3+1 layers, dim 64 on" in proc.stderr
+    argv = proc.stdout.split()
+    assert argv[len(argv) - 1 - argv[::-1].index("--decoder-layers") + 1] == "1"  # fairseq-train keeps the last
 
 
 def test_training_without_data_or_environment_is_one_line(stub_bin, tmp_path):

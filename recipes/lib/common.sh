@@ -28,6 +28,16 @@ default_num_workers() { if [ "${CPU:-0}" = 1 ]; then echo 0; else echo 1; fi; }
 
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+# last_option NAME DEFAULT ARGS...: the value of the last "NAME VALUE" in ARGS, else DEFAULT
+# (options after a recipe's name override its settings: fairseq-train keeps the last)
+last_option() {
+  local name=$1 value=$2; shift 2
+  while [ $# -gt 0 ]; do
+    if [ "$1" = "$name" ] && [ $# -gt 1 ]; then value=$2; shift; fi
+    shift
+  done
+  echo "$value"
+}
 
 # need_fairseq: die in one line unless PYTHON imports torch and fairseq (the README install's environment)
 need_fairseq() {
