@@ -145,7 +145,8 @@ def test_the_log_names_the_sizes_that_options_after_the_name_override(stub_bin, 
     assert proc.returncode == 0, proc.stderr
     assert "transformer 3+1 layers, dim 64 on" in proc.stderr
     argv = proc.stdout.split()
-    assert argv[len(argv) - 1 - argv[::-1].index("--decoder-layers") + 1] == "1"  # fairseq-train keeps the last
+    last = max(i for i, arg in enumerate(argv) if arg == "--decoder-layers")  # fairseq-train keeps the last
+    assert argv[last + 1] == "1"
 
 
 def test_training_without_data_or_environment_is_one_line(stub_bin, tmp_path):
