@@ -11,6 +11,7 @@ import torch
 torch.set_num_threads(1)
 from fairseq.sequence_generator import SequenceGenerator
 from drafter_helpers import build_drafter, build_verifier, make_dictionary
+from fairseq_plugins.bench.profile import TimingProfiler
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
 from fairseq_plugins.decoding.specdec import BlockDrafter
 from fairseq_plugins.decoding.fast_decoder import float32_linears
@@ -40,3 +41,8 @@ def run(gen, count_iters):
 for name, gen, it in (("specdec (k=10, width 8)", spec, True), ("stock greedy (width 8)", greedy, False)):
     ms, per = run(gen, it)
     print(f"{name}: {ms:.3f} ms per {'iteration' if it else 'step'} ({per:.1f} per sentence)")
+
+spec.profiler = profiler = TimingProfiler("cpu")  # one more pass, its sections timed
+run(spec, True)
+print("specdec sections, ms per iteration: " + ", ".join(
+    f"{section} {seconds / profiler.iterations * 1e3:.3f}" for section, seconds in profiler.seconds.items()))
