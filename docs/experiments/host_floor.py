@@ -1,48 +1,65 @@
 """What an iteration costs besides arithmetic: a SpecDec iteration and a stock greedy step on models of the demo
 pair's depth (3+3-layer verifier, 2-layer drafter, k = 10) but width 8, where the products cost next to nothing, so
 what is left is the host code (operator dispatch and the Python around it).  Random weights (float16 numbers), random
-13-token sources, outputs of 15 tokens; one thread.
+13-token sources, outputs of 15 tokens; one thread.  The verifier's products run as ``F.linear`` here (the demo's
+float16-stored ones cost about the same at this width).
 
     python docs/experiments/host_floor.py      # from the repository root; pause background trainings first
 """
-import sys, time
-sys.path.insert(0, "tests")
+import sys
+import time
+
 import torch
+
 torch.set_num_threads(1)
-from fairseq.sequence_generator import SequenceGenerator
-from drafter_helpers import build_drafter, build_verifier, make_dictionary
-from fairseq_plugins.bench.profile import TimingProfiler
-from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
-from fairseq_plugins.decoding.specdec import BlockDrafter
-from fairseq_plugins.decoding.fast_decoder import float32_linears
-from tiny_models import make_batch, round_to_half
+sys.path.insert(0, "tests")  # the test suite's tiny-model builders
+from fairseq.sequence_generator import SequenceGenerator  # noqa: E402
 
-D = make_dictionary(200)
-size = dict(encoder_layers=3, decoder_layers=3, encoder_embed_dim=8, decoder_embed_dim=8, encoder_ffn_embed_dim=16,
-            decoder_ffn_embed_dim=16, encoder_attention_heads=2, decoder_attention_heads=2)
-verifier = round_to_half(build_verifier(D, seed=1, **size))
-dsize = dict(size, decoder_layers=2, block_size=10)
-drafter = round_to_half(build_drafter(D, seed=2, **dsize))
-batches = [make_batch(D, [13], seed=s) for s in range(200)]
-cfg = SpeculativeConfig(block_size=10, max_len_b=15, max_len_a=0.0)
-spec = SpeculativeGenerator(verifier, D, BlockDrafter(drafter, linear=float32_linears(round_weights=True)), cfg)
-greedy = SequenceGenerator([verifier], D, beam_size=1, max_len_b=15, max_len_a=0)
+from drafter_helpers import build_drafter, build_verifier, make_dictionary  # noqa: E402
+from fairseq_plugins.bench.profile import TimingProfiler  # noqa: E402
+from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator  # noqa: E402
+from fairseq_plugins.decoding.fast_decoder import float32_linears  # noqa: E402
+from fairseq_plugins.decoding.specdec import BlockDrafter  # noqa: E402
+from tiny_models import make_batch, round_to_half  # noqa: E402
 
-def run(gen, count_iters):
-    for b in batches[:10]:
-        gen.generate([verifier], b)
-    t0 = time.perf_counter(); steps = 0
-    for b in batches:
-        out = gen.generate([verifier], b)
-        h = out[0][0]
-        steps += len(h["accepted_per_iteration"]) if count_iters else h["tokens"].numel()
-    return (time.perf_counter() - t0) / steps * 1e3, steps / len(batches)
+WIDTH_8 = dict(encoder_layers=3, decoder_layers=3, encoder_embed_dim=8, decoder_embed_dim=8, encoder_ffn_embed_dim=16,
+               decoder_ffn_embed_dim=16, encoder_attention_heads=2, decoder_attention_heads=2)
 
-for name, gen, it in (("specdec (k=10, width 8)", spec, True), ("stock greedy (width 8)", greedy, False)):
-    ms, per = run(gen, it)
-    print(f"{name}: {ms:.3f} ms per {'iteration' if it else 'step'} ({per:.1f} per sentence)")
 
-spec.profiler = profiler = TimingProfiler("cpu")  # one more pass, its sections timed
-run(spec, True)
-print("specdec sections, ms per iteration: " + ", ".join(
-    f"{section} {seconds / profiler.iterations * 1e3:.3f}" for section, seconds in profiler.seconds.items()))
+def build_generators(dictionary):
+    """(verifier, SpecDec generator, stock greedy generator) on width-8 models of the demo pair's depth."""
+    verifier = round_to_half(build_verifier(dictionary, seed=1, **WIDTH_8))
+    drafter = round_to_half(build_drafter(dictionary, seed=2, **dict(WIDTH_8, decoder_layers=2, block_size=10)))
+    adapter = BlockDrafter(drafter, linear=float32_linears(round_weights=True))
+    spec = SpeculativeGenerator(verifier, dictionary, adapter, SpeculativeConfig(block_size=10, max_len_b=15))
+    greedy = SequenceGenerator([verifier], dictionary, beam_size=1, max_len_b=15, max_len_a=0)
+    return verifier, spec, greedy
+
+
+def ms_per_step(generator, verifier, batches, count_iterations: bool):
+    """(ms per iteration (SpecDec) or per output token (greedy), steps per sentence), after 10 warm-up sentences."""
+    for batch in batches[:10]:
+        generator.generate([verifier], batch)
+    start, steps = time.perf_counter(), 0
+    for batch in batches:
+        hypo = generator.generate([verifier], batch)[0][0]
+        steps += len(hypo["accepted_per_iteration"]) if count_iterations else hypo["tokens"].numel()
+    return (time.perf_counter() - start) / steps * 1e3, steps / len(batches)
+
+
+def main():
+    dictionary = make_dictionary(200)
+    verifier, spec, greedy = build_generators(dictionary)
+    batches = [make_batch(dictionary, [13], seed=seed) for seed in range(200)]
+    for name, generator, per_iteration in (("specdec (k=10, width 8)", spec, True),
+                                           ("stock greedy (width 8)", greedy, False)):
+        ms, steps = ms_per_step(generator, verifier, batches, per_iteration)
+        print(f"{name}: {ms:.3f} ms per {'iteration' if per_iteration else 'step'} ({steps:.1f} per sentence)")
+    spec.profiler = profiler = TimingProfiler("cpu")  # one more pass, its sections timed as --profile does
+    ms_per_step(spec, verifier, batches, True)
+    print("specdec sections, ms per iteration: " + ", ".join(
+        f"{section} {seconds / profiler.iterations * 1e3:.3f}" for section, seconds in profiler.seconds.items()))
+
+
+if __name__ == "__main__":
+    main()
