@@ -7,7 +7,8 @@ set: a count, not a timing).  An average of nearby checkpoints of one run is wha
 
     RUNS=... [DATA=bin] python docs/experiments/drafter_weight_average.py NAME=CKPT[,CKPT...] ... [--out OUT.json]
 
-Each argument names one candidate: a checkpoint, or several joined by commas (their uniform average).
+Each argument names one candidate: a checkpoint, or several joined by commas (their uniform average).  A checkpoint of
+another shape than the demo drafter (e.g. ``drafter_layers.py cut``'s) is scored as its own model.
 DATA: the binarized greedy distillation (default $RUNS/multi30k/distilled/bin).
 """
 import json
@@ -43,20 +44,34 @@ def tokens_per_iteration(task, model):
     return tokens / iterations
 
 
+def load_pair(drafter_path: str):
+    """(task, drafter model in eval mode) of the demo verifier with the drafter at ``drafter_path``."""
+    translator = Translator.load("checkpoints/demo/verifier.pt", DATA, drafter=drafter_path,
+                                 decoding="specdec", source_lang="en", target_lang="de")
+    return translator.task, translator.generator.drafter.model.eval()
+
+
+def candidate_drafter(paths, demo_drafter):
+    """The demo drafter holding the uniform average of ``paths``' weights; a single checkpoint of another shape
+    (e.g. fewer decoder layers) is loaded as its own model instead."""
+    current = demo_drafter.state_dict()
+    averaged = average_checkpoints(paths)["model"]  # in the first checkpoint's dtype
+    if averaged.keys() != current.keys() or any(v.shape != current[k].shape for k, v in averaged.items()):
+        if len(paths) > 1:
+            raise SystemExit(f"{paths}: checkpoints of another shape than the demo drafter are scored one at a time")
+        return load_pair(paths[0])[1]
+    demo_drafter.load_state_dict({k: v.to(current[k].dtype) for k, v in averaged.items()})
+    return demo_drafter
+
+
 def main(argv):
     out_path = argv[argv.index("--out") + 1] if "--out" in argv else None
     candidates = [a for a in argv if "=" in a]
-    translator = Translator.load("checkpoints/demo/verifier.pt", DATA, drafter="checkpoints/demo/drafter.pt",
-                                 decoding="specdec", source_lang="en", target_lang="de")
-    task, drafter = translator.task, translator.generator.drafter.model
-    drafter.eval()
+    task, drafter = load_pair("checkpoints/demo/drafter.pt")
     results = {}
     for candidate in candidates:
         name, paths = candidate.split("=", 1)
-        current = drafter.state_dict()
-        averaged = average_checkpoints(paths.split(","))["model"]  # in the first checkpoint's dtype
-        drafter.load_state_dict({k: v.to(current[k].dtype) for k, v in averaged.items()})
-        results[name] = tokens_per_iteration(task, drafter)
+        results[name] = tokens_per_iteration(task, candidate_drafter(paths.split(","), drafter))
         print(f"{name}: {results[name]:.3f} tokens per iteration", flush=True)
     if out_path:
         json.dump(results, open(out_path, "w"), indent=1)
