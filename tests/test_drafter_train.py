@@ -26,7 +26,7 @@ def block_accuracy(model, task, split="test"):
     over block positions inside the target (its eos included)."""
     task.load_dataset(split)
     dataset = task.dataset(split)
-    pad, eos, k = task.target_dictionary.pad(), task.target_dictionary.eos(), model.block_size
+    eos, k = task.target_dictionary.eos(), model.block_size
     correct = total = 0
     for i in range(len(dataset)):
         item = dataset[i]

@@ -6,7 +6,7 @@ inference mode itself (at later commits both variants run in inference mode):
     RUNS=... python docs/experiments/ab_inference_mode.py 200 beam 2    # fairseq's own greedy search
 """
 import os
-import sys, time, torch, contextlib, statistics
+import sys, time, torch, contextlib
 torch.set_num_threads(1)
 RUNS = os.environ.get("RUNS", "../runs")
 import demo_pair  # docs/experiments/demo_pair.py (the script's own folder is on sys.path)

@@ -4,8 +4,6 @@ RUNS = os.environ.get("RUNS", "../runs")  # where the recipes wrote multi30k/ (r
 import sys, json, torch
 torch.set_num_threads(1)
 from fairseq_plugins.api import Translator
-from fairseq.data import data_utils
-import fairseq_plugins.decoding.core as core
 
 drafter = sys.argv[1] if len(sys.argv) > 1 else "checkpoints/demo/drafter.pt"
 n_sent = int(sys.argv[2]) if len(sys.argv) > 2 else 300

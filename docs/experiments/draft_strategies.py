@@ -12,7 +12,7 @@ Strategies: plain (the whole block of k), a confidence cut (the block cut where 
 of the drafter's probabilities falls below a threshold: b2ba164's --draft-confidence, removed), and draft trees: the drafter's 2nd/3rd
 token as a branch at each of the first B positions, followed by `tail` of the main draft.
 Run from the repository root: RUNS=... python docs/experiments/draft_strategies.py [N_SENT [ITER_MS ROW_MS]]"""
-import json, math, os, sys
+import json, os, sys
 import torch
 torch.set_num_threads(1)
 RUNS = os.environ.get("RUNS", "../runs")

@@ -7,8 +7,8 @@ RUNS = os.environ.get("RUNS", "../runs")  # where the recipes wrote multi30k/ (r
 import sys, time, math, torch, torch.nn as nn, torch.nn.functional as F
 torch.set_num_threads(1)
 torch.manual_seed(0)
-from fairseq import checkpoint_utils, tasks
-from fairseq.data import data_utils, Dictionary
+from fairseq import checkpoint_utils
+from fairseq.data import data_utils
 import fairseq_plugins  # noqa
 BIN = RUNS + "/multi30k/distilled/bin"
 K = int(sys.argv[1]) if len(sys.argv) > 1 else 4   # heads: y_{t+2} .. y_{t+1+K}
