@@ -15,6 +15,7 @@ import types
 import torch
 
 from fairseq_plugins_compat import checkpoint_loading
+from fairseq_plugins_compat.errors import PluginError
 
 logger = logging.getLogger(__name__)
 
@@ -325,3 +326,36 @@ def patch_translation(module):
 
     load_langpair_dataset.__wrapped__ = original
     module.load_langpair_dataset = load_langpair_dataset
+    setup = module.TranslationTask.setup_task.__func__
+
+    def setup_task(cls, cfg, **kwargs):
+        check_data_folder(cfg)
+        return setup(cls, cfg, **kwargs)
+
+    setup_task.__wrapped__ = setup
+    module.TranslationTask.setup_task = classmethod(setup_task)
+
+
+def check_data_folder(cfg):
+    """What fairseq's translation tasks meet with a traceback, as one line (every command, the harness and the
+    API, stock task or the plugin's): the data folder missing, no language pair given or found in its file names,
+    a language's dictionary missing.  Remote folders (``scheme://``) are left to fairseq."""
+    from fairseq import utils
+    from fairseq.data import data_utils
+
+    folder = (utils.split_paths(cfg.data) or [""])[0] if cfg.data else ""
+    if "://" in folder:
+        return
+    if not folder or not os.path.isdir(folder):
+        raise PluginError(f"data folder not found: {folder or '(none given)'} (the first argument: a folder "
+                          "fairseq-preprocess wrote)")
+    languages = (cfg.source_lang, cfg.target_lang)
+    if None in languages:  # fairseq then takes both from the first binarized file's name
+        languages = data_utils.infer_language_pair(folder)
+        if None in languages:
+            raise PluginError(f"{folder}: no SPLIT.SRC-TGT.* files to tell the language pair from; give "
+                              "--source-lang and --target-lang")
+    for language in languages:
+        if not os.path.isfile(os.path.join(folder, f"dict.{language}.txt")):
+            raise PluginError(f"{folder}: no dict.{language}.txt (the {language} dictionary fairseq-preprocess "
+                              "writes)")

@@ -4,6 +4,7 @@ survives an over-long line, failed runs leave no empty files, no noise on every 
 models are."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -68,6 +69,28 @@ def test_a_split_the_data_lacks_is_one_line(reverse_data, tiny_checkpoint, plugi
     proc = run_cli("fairseq-generate", reverse_data, *plugin, "--path", tiny_checkpoint, "--gen-subset", "tset",
                    check=False)
     assert_one_line_error(proc, "fairseq-generate", f"--gen-subset tset: Dataset not found: tset ({reverse_data})")
+
+
+@pytest.mark.parametrize("plugin", [[], [*PLUGIN, "--decoding", "iad"]], ids=["stock", "plugin"])
+def test_a_missing_data_folder_is_one_line(tiny_checkpoint, tmp_path, plugin):
+    proc = run_cli("fairseq-generate", tmp_path / "nowhere", *plugin, *LANGS, "--path", tiny_checkpoint, check=False)
+    assert_one_line_error(proc, "fairseq-generate", f"data folder not found: {tmp_path / 'nowhere'}")
+
+
+def test_a_data_folder_without_a_dictionary_is_one_line(reverse_data, tiny_checkpoint, tmp_path):
+    folder = tmp_path / "bin"
+    shutil.copytree(reverse_data, folder)
+    (folder / "dict.tgt.txt").unlink()
+    proc = run_cli("fairseq-generate", folder, *PLUGIN, *LANGS, "--path", tiny_checkpoint, check=False)
+    assert_one_line_error(proc, "fairseq-generate", f"{folder}: no dict.tgt.txt")
+
+
+def test_a_folder_without_a_language_pair_asks_for_one(reverse_data, tiny_checkpoint, tmp_path):
+    """fairseq-interactive on a folder of dictionaries only (as a shipped model's) without -s/-t."""
+    for name in ("dict.src.txt", "dict.tgt.txt"):
+        shutil.copy(reverse_data / name, tmp_path / name)
+    proc = run_cli("fairseq-interactive", tmp_path, *PLUGIN, "--path", tiny_checkpoint, input="w1\n", check=False)
+    assert_one_line_error(proc, "fairseq-interactive", "give --source-lang and --target-lang")
 
 
 @pytest.mark.parametrize("user_dir", [[], ["--user-dir", PLUGIN_DIR]], ids=["no-user-dir", "user-dir"])

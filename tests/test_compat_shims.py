@@ -394,3 +394,16 @@ def test_a_second_training_set_loads_with_the_default_upsample_primary(reverse_d
     task.load_dataset("train", combine=True)
     task.load_dataset("valid", combine=True)
     assert len(task.datasets["train"]) == 2 * 600 and len(task.datasets["valid"]) == 40
+
+
+# -- 9. a data folder fairseq's translation tasks would meet with a traceback ------------------
+
+def test_data_folder_problems_are_plugin_errors_naming_what_is_missing(reverse_data, tmp_path):
+    from fairseq_plugins_compat.errors import PluginError
+
+    with pytest.raises(PluginError, match=f"data folder not found: {tmp_path / 'nowhere'}"):
+        translation_task(tmp_path / "nowhere")
+    os.symlink(reverse_data / "dict.src.txt", tmp_path / "dict.src.txt")
+    with pytest.raises(PluginError, match=re.escape(f"{tmp_path}: no dict.tgt.txt")):
+        translation_task(tmp_path)
+    assert len(translation_task(reverse_data).target_dictionary) > 4  # a good folder loads as before
