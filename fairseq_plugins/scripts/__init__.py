@@ -1,1 +1,17 @@
 """Command-line tools installed as console scripts."""
+import os
+
+from fairseq_plugins_compat.errors import PluginError
+
+
+def output_file(path: str) -> str:
+    """``path``, a file the tool is about to write, with its folder made where missing (as ``mkdir -p``); a folder
+    given instead of a file, or a folder that cannot be made, is a one-line error before any work is done."""
+    if os.path.isdir(path):
+        raise PluginError(f"{path} is a folder: give the file to write")
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        raise PluginError(f"cannot write {path}: {error.strerror}: {error.filename}") from None
+    return path

@@ -12,7 +12,9 @@ import sys
 
 import torch
 
+from fairseq_plugins.scripts import output_file
 from fairseq_plugins_compat.checkpoint_loading import CheckpointError, load_checkpoint_file
+from fairseq_plugins_compat.errors import PluginError
 
 
 def average_checkpoints(paths):
@@ -80,6 +82,7 @@ def main(args):
         paths = last_n_checkpoints(args.inputs[0], count, bool(args.num_update_checkpoints), args.checkpoint_upper_bound)
     else:
         paths = args.inputs
+    output_file(args.output)
     print("averaging:", *paths, sep="\n  ")
     torch.save(average_checkpoints(paths), args.output)
     print(f"wrote {args.output}")
@@ -88,7 +91,7 @@ def main(args):
 def cli_main():
     try:
         main(get_parser().parse_args())
-    except CheckpointError as error:
+    except PluginError as error:
         sys.exit(f"fairseq-average-checkpoints: error: {error}")
 
 

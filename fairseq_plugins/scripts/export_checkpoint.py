@@ -5,7 +5,9 @@ import sys
 
 import torch
 
-from fairseq_plugins_compat.checkpoint_loading import CheckpointError, load_checkpoint_file
+from fairseq_plugins.scripts import output_file
+from fairseq_plugins_compat.checkpoint_loading import load_checkpoint_file
+from fairseq_plugins_compat.errors import PluginError
 
 
 def export(path_in, path_out, fp16=False):
@@ -36,8 +38,8 @@ def main(argv=None):
                                                             "(they are cast back to the model's dtype when loaded)")
     args = parser.parse_args(argv)
     try:
-        n = export(args.input, args.output, args.fp16)
-    except CheckpointError as error:
+        n = export(args.input, output_file(args.output), args.fp16)
+    except PluginError as error:
         sys.exit(f"export_checkpoint: error: {error}")
     print(f"wrote {args.output} ({n / 1e6:.1f}M parameters)")
 

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Dict, List, Tuple
 
+from fairseq_plugins.scripts import output_file
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
 VALID_LINE = re.compile(r"valid on '[^']+' subset \|(.*)")
@@ -86,7 +87,7 @@ def main(argv=None):
     if len(labels) != len(args.logs):
         raise PluginError(f"--label given {len(labels)} times for {len(args.logs)} logs")
     curves = collect(args.logs, labels, args.metric)
-    plot(curves, args.metric, args.out, args.title)
+    plot(curves, args.metric, output_file(args.out), args.title)
     for label, points in curves.items():
         print(f"{label}: " + ", ".join(f"epoch {e} ({u} updates) {v:g}" for e, u, v in points))
     print(f"wrote {args.out}")
