@@ -61,12 +61,12 @@ def test_api_and_distillation_share_one_inference_path(reverse_data, tiny_checkp
     assert teacher.max_source_len == 1024
 
 
-@pytest.mark.parametrize("missing", ["verifier", "sentencepiece_model"])
+@pytest.mark.parametrize("missing", ["verifier", "sentencepiece_model", "data"])
 def test_missing_files_are_named_in_one_line(reverse_data, tiny_checkpoint, tmp_path, missing):
-    paths = {"verifier": str(tiny_checkpoint), "sentencepiece_model": None, missing: str(tmp_path / "absent")}
+    paths = {"verifier": str(tiny_checkpoint), "sentencepiece_model": None, "data": str(reverse_data),
+             missing: str(tmp_path / "absent")}
     with pytest.raises(PluginError, match=f"not found: {tmp_path / 'absent'}"):
-        Translator.load(paths["verifier"], str(reverse_data), decoding="iad",
-                        sentencepiece_model=paths["sentencepiece_model"])
+        Translator.load(paths["verifier"], paths["data"], decoding="iad", sentencepiece_model=paths["sentencepiece_model"])
 
 
 def test_unreadable_sentencepiece_model_is_named_in_one_line(reverse_data, tiny_checkpoint, tmp_path):

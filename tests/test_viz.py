@@ -254,7 +254,7 @@ def test_commands_on_a_trained_checkpoint(reverse_data, tiny_checkpoint, tmp_pat
     assert all(v == d + 1 and d <= 2 for d, v in zip(drafted, verified))  # GS-Jacobi blocks of 3
     source = "w1 w2 w3 w4"
     run_cli("python", "-m", "fairseq_plugins.viz.ddgviz", *common, "--decoding", "jacobi", "--input", source,
-            "--out", tmp_path / "ddg")
+            "-s", "src", "-t", "tgt", "--out", tmp_path / "ddg")  # fairseq's short language options
     grid = json.loads((tmp_path / "ddg.input0.json").read_text())
     assert grid["source"] == source and grid["iterations"] == len(grid["status"]) == len(grid["final_counts"])
     assert grid["final_counts"] == sorted(grid["final_counts"]) and grid["final_counts"][-1] == grid["positions"]
@@ -276,6 +276,10 @@ def test_bad_input_is_a_one_line_error(reverse_data, tiny_checkpoint, tmp_path, 
             module.cli_main([str(reverse_data), *map(str, options), "--decoding", "iad", "--out", str(tmp_path / "x")])
         err = capsys.readouterr().err
         assert exit_info.value.code == 1 and message in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(SystemExit) as exit_info:
+        module.cli_main([str(tmp_path / "nowhere"), "--path", str(tiny_checkpoint), "--ids", "0", "--out", "x"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and f"data folder not found: {tmp_path / 'nowhere'}" in err, err
     with pytest.raises(SystemExit) as exit_info:
         module.cli_main([str(reverse_data), "--path", "x.pt", "--ids", "0", "--input", "w1", "--out", "x"])
     assert exit_info.value.code == 2 and "not allowed with argument" in capsys.readouterr().err

@@ -44,8 +44,8 @@ def add_common_args(parser: argparse.ArgumentParser, default_decoding: str):
     which.add_argument("--input", nargs="+", metavar="SENTENCE",
                        help="raw source sentences (tokenized as the dictionary expects, e.g. BPE applied)")
     parser.add_argument("--gen-subset", default="test", help="split the --ids refer to (default: test)")
-    parser.add_argument("--source-lang", help="source language (default: inferred from the data dir)")
-    parser.add_argument("--target-lang", help="target language (default: inferred from the data dir)")
+    parser.add_argument("-s", "--source-lang", help="source language (default: inferred from the data dir)")
+    parser.add_argument("-t", "--target-lang", help="target language (default: inferred from the data dir)")
     parser.add_argument("--max-len-a", type=float, default=0.0, help="max output length: a * source length + b")
     parser.add_argument("--max-len-b", type=int, default=200, help="max output length: a * source length + b")
     parser.add_argument("--cpu", action="store_true", help="decode on CPU even if CUDA is available")
@@ -62,8 +62,6 @@ def load(args):
     for option, path in (("--path", args.path), ("--drafter-path", args.drafter_path)):
         if path and not os.path.isfile(path):
             raise PluginError(f"{option} {path}: no such checkpoint file")
-    if not os.path.isdir(args.data):
-        raise PluginError(f"{args.data}: no such data directory")
     task_cfg = OmegaConf.create({
         "_name": "speculative_translation", "data": str(args.data), "source_lang": args.source_lang,
         "target_lang": args.target_lang, "decoding": args.decoding, "drafter_path": args.drafter_path,
