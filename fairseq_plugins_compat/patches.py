@@ -309,14 +309,15 @@ def patch_utils(module):
     module.clip_grad_norm_ = clip_grad_norm_
 
 
-# -- several training sets in one data folder ------------------------------------------------
+# -- data folders: several training sets in one; one line for a bad one ----------------------------
 
 def patch_translation(module):
     """fairseq 0.12's ``--upsample-primary`` defaults to -1 (its docs say 1), which
     ``load_langpair_dataset`` hands to ``ConcatDataset`` as the first set's sample ratio: any data
     folder with a second training set (``train1``, e.g. more distilled sources beside the first)
     failed with "negative dimensions are not allowed" (facebookresearch/fairseq#3644).  A ratio
-    below 1 now means no upsampling."""
+    below 1 now means no upsampling.  And ``TranslationTask.setup_task`` first runs
+    :func:`check_data_folder`."""
     original = module.load_langpair_dataset
 
     def load_langpair_dataset(*args, **kwargs):

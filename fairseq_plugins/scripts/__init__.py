@@ -13,5 +13,5 @@ def output_file(path: str) -> str:
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as error:
-        raise PluginError(f"cannot write {path}: {error.strerror}: {error.filename}") from None
+        raise PluginError(f"cannot write {path}: {error.strerror}: {error.filename or folder}") from None
     return path
