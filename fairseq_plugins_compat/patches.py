@@ -5,6 +5,7 @@ Each ``patch_*`` function is called by the post-import hook of
 version that needs it and is a no-op elsewhere.  The README lists each with its reason.
 """
 import argparse
+import errno
 import importlib
 import importlib.util
 import logging
@@ -337,6 +338,18 @@ def patch_translation(module):
     module.TranslationTask.setup_task = classmethod(setup_task)
 
 
+class DataFolderError(PluginError, FileNotFoundError):
+    """A data folder or dictionary that is not there: one line (``str`` is the message alone), and still the
+    ``FileNotFoundError`` fairseq raised, ``filename`` the missing path, for code that catches it (a drafter trained
+    elsewhere is loaded with the verifier's dictionaries: ``decoding.builder.load_drafter``)."""
+
+    def __init__(self, message: str, missing: str):
+        super().__init__(errno.ENOENT, message, missing)
+
+    def __str__(self):
+        return self.strerror
+
+
 def check_data_folder(cfg):
     """What fairseq's translation tasks meet with a traceback, as one line (every command, the harness and the
     API, stock task or the plugin's): the data folder missing, no language pair given or found in its file names,
@@ -348,15 +361,16 @@ def check_data_folder(cfg):
     if "://" in folder:
         return
     if not folder or not os.path.isdir(folder):
-        raise PluginError(f"data folder not found: {folder or '(none given)'} (the first argument: a folder "
-                          "fairseq-preprocess wrote)")
+        raise DataFolderError(f"data folder not found: {folder or '(none given)'} (the first argument: a folder "
+                              "fairseq-preprocess wrote)", folder)
     languages = (cfg.source_lang, cfg.target_lang)
     if None in languages:  # fairseq then takes both from the first binarized file's name
         languages = data_utils.infer_language_pair(folder)
         if None in languages:
-            raise PluginError(f"{folder}: no SPLIT.SRC-TGT.* files to tell the language pair from; give "
-                              "--source-lang and --target-lang")
+            raise DataFolderError(f"{folder}: no SPLIT.SRC-TGT.* files to tell the language pair from; give "
+                                  "--source-lang and --target-lang", folder)
     for language in languages:
-        if not os.path.isfile(os.path.join(folder, f"dict.{language}.txt")):
-            raise PluginError(f"{folder}: no dict.{language}.txt (the {language} dictionary fairseq-preprocess "
-                              "writes)")
+        dictionary = os.path.join(folder, f"dict.{language}.txt")
+        if not os.path.isfile(dictionary):
+            raise DataFolderError(f"{folder}: no dict.{language}.txt (the {language} dictionary fairseq-preprocess "
+                                  "writes)", dictionary)
