@@ -8,13 +8,12 @@ import argparse
 import collections
 import os
 import re
-import sys
 
 import torch
 
 from fairseq_plugins.scripts import output_file
 from fairseq_plugins_compat.checkpoint_loading import CheckpointError, load_checkpoint_file
-from fairseq_plugins_compat.errors import PluginError
+from fairseq_plugins_compat.errors import exit_on_plugin_error
 
 
 def average_checkpoints(paths):
@@ -89,10 +88,7 @@ def main(args):
 
 
 def cli_main():
-    try:
-        main(get_parser().parse_args())
-    except PluginError as error:
-        sys.exit(f"fairseq-average-checkpoints: error: {error}")
+    exit_on_plugin_error(lambda: main(get_parser().parse_args()), "fairseq-average-checkpoints")
 
 
 if __name__ == "__main__":

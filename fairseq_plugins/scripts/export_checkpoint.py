@@ -1,13 +1,12 @@
 """``python -m fairseq_plugins.scripts.export_checkpoint IN OUT [--fp16]``: a small inference-only
 copy of a fairseq checkpoint (model weights and config; no optimizer or training state)."""
 import argparse
-import sys
 
 import torch
 
 from fairseq_plugins.scripts import output_file
 from fairseq_plugins_compat.checkpoint_loading import load_checkpoint_file
-from fairseq_plugins_compat.errors import PluginError
+from fairseq_plugins_compat.errors import exit_on_plugin_error
 
 
 def export(path_in, path_out, fp16=False):
@@ -37,12 +36,13 @@ def main(argv=None):
     parser.add_argument("--fp16", action="store_true", help="store floating-point weights in half precision "
                                                             "(they are cast back to the model's dtype when loaded)")
     args = parser.parse_args(argv)
-    try:
-        n = export(args.input, output_file(args.output), args.fp16)
-    except PluginError as error:
-        sys.exit(f"export_checkpoint: error: {error}")
+    n = export(args.input, output_file(args.output), args.fp16)
     print(f"wrote {args.output} ({n / 1e6:.1f}M parameters)")
 
 
+def cli_main():
+    exit_on_plugin_error(main, "export_checkpoint")
+
+
 if __name__ == "__main__":
-    main()
+    cli_main()
