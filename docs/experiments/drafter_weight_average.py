@@ -9,7 +9,8 @@ set: a count, not a timing).  An average of nearby checkpoints of one run is wha
 
 Each argument names one candidate: a checkpoint, or several joined by commas (their uniform average).  A checkpoint of
 another shape than the demo drafter (e.g. ``drafter_layers.py cut``'s) is scored as its own model.
-DATA: the binarized greedy distillation (default $RUNS/multi30k/distilled/bin).
+DATA: the binarized greedy distillation (default $RUNS/multi30k/distilled/bin); VERIFIER: the verifier whose greedy
+translations DATA holds (default the demo verifier; the drafter must share its encoder).
 """
 import json
 import os
@@ -26,6 +27,7 @@ from fairseq_plugins.scripts.average_checkpoints import average_checkpoints
 
 RUNS = os.environ.get("RUNS", "../runs")
 DATA = os.environ.get("DATA", f"{RUNS}/multi30k/distilled/bin")
+VERIFIER = os.environ.get("VERIFIER", "checkpoints/demo/verifier.pt")
 
 
 def tokens_per_iteration(task, model):
@@ -45,8 +47,8 @@ def tokens_per_iteration(task, model):
 
 
 def load_pair(drafter_path: str):
-    """(task, drafter model in eval mode) of the demo verifier with the drafter at ``drafter_path``."""
-    translator = Translator.load("checkpoints/demo/verifier.pt", DATA, drafter=drafter_path,
+    """(task, drafter model in eval mode) of VERIFIER with the drafter at ``drafter_path``."""
+    translator = Translator.load(VERIFIER, DATA, drafter=drafter_path,
                                  decoding="specdec", source_lang="en", target_lang="de")
     return translator.task, translator.generator.drafter.model.eval()
 
