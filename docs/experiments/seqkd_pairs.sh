@@ -7,7 +7,8 @@
 # sources at that length penalty; its decoder fine-tuned on them (seqkd_verifier.py, 2 epochs, lr 2e-4, the encoder
 # frozen so the demo drafter still fits), exported --fp16; that verifier's greedy translations of the 29,000
 # training sources and 113,558 substituted ones (MORE_SOURCES=4); the shipped drafter fine-tuned 20 minutes on them;
-# the control: the same fine-tune on the demo verifier's own greedy translations; then one harness run per pair (the demo pair first) on test2016. Outputs under $RUNS/seqkd.
+# the control: the same fine-tune on the demo verifier's own greedy translations; then one harness run per pair
+# (the demo pair first) on test2016. Outputs under $RUNS/seqkd.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:?set RUNS}; S=$RUNS/seqkd; DEMO=checkpoints/demo
@@ -25,6 +26,9 @@ finetune_drafter() {  # finetune_drafter VERIFIER DATA SAVE_DIR
     MAX_EPOCH=1000 KEEP_LAST_EPOCHS=1 SAVE_INTERVAL_UPDATES=200 bash recipes/train-drafter.sh \
     --finetune-from-model $DEMO/drafter.pt --validate-interval-updates 200 --cpu-autocast bf16
 }
+export_fp16() {  # export_fp16 CHECKPOINT OUT: the inference-only float16 copy, once
+  [ -s "$2" ] || python -m fairseq_plugins.scripts.export_checkpoint "$1" "$2" --fp16
+}
 bench() {  # bench NAME VERIFIER DRAFTER
   [ -s "$S/bench/$1.md" ] || python -m fairseq_plugins.bench.latency "$RUNS/multi30k/bin" --path "$2" \
     --drafter-path "$3" --source-lang en --target-lang de --remove-bpe sentencepiece --max-len-a 1.2 --max-len-b 10 \
@@ -38,13 +42,12 @@ for lenpen in "$@"; do
   name=lp$lenpen
   [ -s "$S/beam5-$name/bin/train.en-de.de.bin" ] || distil $DEMO/verifier.pt "$S/beam5-$name" 5 "$lenpen"
   [ -s "$S/V-$name.pt" ] || python docs/experiments/seqkd_verifier.py "$S/beam5-$name/bin" "$S/V-$name.pt" 2 2e-4
-  [ -s "$S/V-$name-fp16.pt" ] || python -m fairseq_plugins.scripts.export_checkpoint "$S/V-$name.pt" "$S/V-$name-fp16.pt" --fp16
+  export_fp16 "$S/V-$name.pt" "$S/V-$name-fp16.pt"
   mkdir -p "$S/greedy-$name/text"
   cp -n "$S/v0greedy/text/more-4.en" "$S/greedy-$name/text/more-4.en"   # the same substituted sources
   [ -s "$S/greedy-$name/bin/train1.en-de.en.bin" ] || distil "$S/V-$name-fp16.pt" "$S/greedy-$name" 1 1.0 4
   finetune_drafter "$S/V-$name-fp16.pt" "$S/greedy-$name/bin" "$S/drafter-$name"
-  [ -s "$S/D-$name-fp16.pt" ] || python -m fairseq_plugins.scripts.export_checkpoint \
-    "$S/drafter-$name/checkpoint_best.pt" "$S/D-$name-fp16.pt" --fp16
+  export_fp16 "$S/drafter-$name/checkpoint_best.pt" "$S/D-$name-fp16.pt"
 done
 bench demo $DEMO/verifier.pt $DEMO/drafter.pt
 for lenpen in "$@"; do bench "lp$lenpen" "$S/V-lp$lenpen-fp16.pt" "$S/D-lp$lenpen-fp16.pt"; done
