@@ -10,8 +10,11 @@ configuration; export it with ``python -m fairseq_plugins.scripts.export_checkpo
 
     python docs/experiments/seqkd_verifier.py DATA OUT [EPOCHS] [LR]
 
-DATA: the binarized distillation (train and valid); EPOCHS: passes over it (default 3); LR: default 1e-4;
-LOG_EVERY: print the training loss every N updates (default 50).
+DATA: the binarized distillation (train and valid; train1, train2, ... beside train are read with it, so the
+references can be mixed in by linking them there as train1); EPOCHS: passes over it (default 3); LR: default 1e-4;
+LOG_EVERY: print the training loss every N updates (default 50); SAVE_EVERY: also save the model every N updates as
+OUT with ``-uN`` before ``.pt`` (default 0: only at the end), for averaging with
+``python -m fairseq_plugins.scripts.average_checkpoints``.
 """
 import math
 import os
@@ -30,11 +33,12 @@ import fairseq_plugins  # noqa: F401  (the compat shims)
 VERIFIER = "checkpoints/demo/verifier.pt"
 MAX_TOKENS, WARMUP, SMOOTHING = 4096, 50, 0.1
 LOG_EVERY = int(os.environ.get("LOG_EVERY", "50"))
+SAVE_EVERY = int(os.environ.get("SAVE_EVERY", "0"))
 
 
 def batches(task, data: str, split: str, epoch: int):
     dataset = load_langpair_dataset(data, split, "en", task.source_dictionary, "de", task.target_dictionary,
-                                    combine=False, dataset_impl=None, upsample_primary=1, left_pad_source=True,
+                                    combine=split == "train", dataset_impl=None, upsample_primary=1, left_pad_source=True,
                                     left_pad_target=False, max_source_positions=1024, max_target_positions=1024)
     iterator = task.get_batch_iterator(dataset, max_tokens=MAX_TOKENS, seed=1, max_positions=(1024, 1024),
                                        epoch=epoch, required_batch_size_multiple=8)
@@ -87,11 +91,18 @@ def main(data: str, out: str, epochs: int = 3, lr: float = 1e-4):
             optimizer.zero_grad()
             (loss / n).backward()
             optimizer.step()
+            if SAVE_EVERY and update % SAVE_EVERY == 0:
+                save(model, out.replace(".pt", f"-u{update}.pt"))
             if update % LOG_EVERY == 0:
                 print(f"epoch {epoch} update {update} loss {loss.item() / n / math.log(2):.3f} "
                       f"({time.time() - start:.0f} s)", flush=True)
         print(f"epoch {epoch} done: valid nll {valid_nll(task, model, data):.3f} bits/token "
               f"({time.time() - start:.0f} s)", flush=True)
+    save(model, out)
+
+
+def save(model, out: str):
+    """The verifier's checkpoint with the model's weights: its configuration, so fairseq loads it as the verifier."""
     state = torch.load(VERIFIER, map_location="cpu", weights_only=False)
     state["model"] = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
     state["optimizer_history"] = state.get("optimizer_history", [])[-1:]
