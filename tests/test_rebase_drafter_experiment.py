@@ -73,7 +73,8 @@ def test_the_rebased_drafter_fits_the_new_verifier_only(old_pair, tiny_checkpoin
     assert encoder_problems(rebased, new_verifier) == []
     assert encoder_problems(rebased, old_verifier)
     old_decoder, new_decoder = old_drafter.decoder.state_dict(), rebased.decoder.state_dict()
-    assert all(torch.equal(old_decoder[name], new_decoder[name]) for name in old_decoder)
+    weights = [name for name in old_decoder if not name.endswith("_float_tensor")]  # a placeholder, never written
+    assert weights and all(torch.equal(old_decoder[name], new_decoder[name]) for name in weights)
 
 
 def test_a_verifier_of_another_shape_is_refused(old_pair, tmp_path):

@@ -36,8 +36,10 @@ def encoder_weights(model_state):
 def set_model_option(state, name, value):
     """Write a model option into both places fairseq reads it from (``cfg.model`` and legacy ``args``)."""
     for holder in (state.get("cfg", {}).get("model"), state.get("args")):
-        if holder is not None:
-            setattr(holder, name, value) if not isinstance(holder, dict) else holder.__setitem__(name, value)
+        if isinstance(holder, dict):
+            holder[name] = value
+        elif holder is not None:
+            setattr(holder, name, value)
 
 
 def main(drafter_path: str, verifier_path: str, out: str):
@@ -46,7 +48,8 @@ def main(drafter_path: str, verifier_path: str, out: str):
     new_encoder = encoder_weights(verifier["model"])
     old_names = set(encoder_weights(drafter["model"]))
     if old_names != set(new_encoder):
-        sys.exit(f"{verifier_path}: its encoder's weights are not named as the drafter's: {sorted(old_names ^ set(new_encoder))[:5]}")
+        differing = sorted(old_names ^ set(new_encoder))[:5]
+        sys.exit(f"{verifier_path}: its encoder's weights are not named as the drafter's: {differing}")
     for name, tensor in new_encoder.items():
         drafter["model"]["encoder." + name] = tensor.to(drafter["model"]["encoder." + name].dtype).clone()
     fingerprint = encoder_fingerprint(_Encoder(new_encoder))

@@ -38,8 +38,9 @@ SAVE_EVERY = int(os.environ.get("SAVE_EVERY", "0"))
 
 def batches(task, data: str, split: str, epoch: int):
     dataset = load_langpair_dataset(data, split, "en", task.source_dictionary, "de", task.target_dictionary,
-                                    combine=split == "train", dataset_impl=None, upsample_primary=1, left_pad_source=True,
-                                    left_pad_target=False, max_source_positions=1024, max_target_positions=1024)
+                                    combine=split == "train", dataset_impl=None, upsample_primary=1,
+                                    left_pad_source=True, left_pad_target=False, max_source_positions=1024,
+                                    max_target_positions=1024)
     iterator = task.get_batch_iterator(dataset, max_tokens=MAX_TOKENS, seed=1, max_positions=(1024, 1024),
                                        epoch=epoch, required_batch_size_multiple=8)
     return iterator.next_epoch_itr(shuffle=split == "train")
@@ -92,7 +93,8 @@ def main(data: str, out: str, epochs: int = 3, lr: float = 1e-4):
             (loss / n).backward()
             optimizer.step()
             if SAVE_EVERY and update % SAVE_EVERY == 0:
-                save(model, out.replace(".pt", f"-u{update}.pt"))
+                stem, extension = os.path.splitext(out)
+                save(model, f"{stem}-u{update}{extension}")
             if update % LOG_EVERY == 0:
                 print(f"epoch {epoch} update {update} loss {loss.item() / n / math.log(2):.3f} "
                       f"({time.time() - start:.0f} s)", flush=True)
