@@ -14,18 +14,7 @@ import sys
 import torch
 
 import fairseq_plugins  # noqa: F401  (the compat shims)
-from fairseq_plugins.models.drafter_init import encoder_fingerprint
-
-
-class _Encoder(torch.nn.Module):
-    """Just enough of a module for :func:`encoder_fingerprint`: a state dict."""
-
-    def __init__(self, weights):
-        super().__init__()
-        self.weights = weights
-
-    def state_dict(self, *args, **kwargs):
-        return self.weights
+from fairseq_plugins.models.drafter_init import weights_fingerprint
 
 
 def encoder_weights(model_state):
@@ -52,7 +41,7 @@ def main(drafter_path: str, verifier_path: str, out: str):
         sys.exit(f"{verifier_path}: its encoder's weights are not named as the drafter's: {differing}")
     for name, tensor in new_encoder.items():
         drafter["model"]["encoder." + name] = tensor.to(drafter["model"]["encoder." + name].dtype).clone()
-    fingerprint = encoder_fingerprint(_Encoder(new_encoder))
+    fingerprint = weights_fingerprint(new_encoder)
     set_model_option(drafter, "verifier_encoder_fingerprint", fingerprint)
     set_model_option(drafter, "init_from_verifier", verifier_path)
     torch.save(drafter, out)

@@ -236,11 +236,16 @@ def freeze(module):
 
 
 def encoder_fingerprint(encoder_module) -> str:
-    """Short sha256 (16 hex digits) of an encoder's weights: names, shapes and values rounded
+    """Short sha256 (16 hex digits) of an encoder's weights: see :func:`weights_fingerprint`."""
+    return weights_fingerprint(encoder_module.state_dict())
+
+
+def weights_fingerprint(weights) -> str:
+    """Short sha256 (16 hex digits) of {name: tensor} (an encoder's state dict): names, shapes and values rounded
     to float16 then hashed as float32, so that a float32 verifier and its fp16 export match
     (a bf16 export does not).  Buffers without meaning (``version``, ``_float_tensor``) are left out."""
     digest = hashlib.sha256()
-    for name, tensor in sorted(encoder_module.state_dict().items()):
+    for name, tensor in sorted(weights.items()):
         if name.endswith(("version", "_float_tensor")) or not torch.is_floating_point(tensor):
             continue
         values = tensor.detach().to("cpu", torch.float16).to(torch.float32).contiguous()
