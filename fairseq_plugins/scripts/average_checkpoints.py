@@ -19,7 +19,9 @@ from fairseq_plugins_compat.errors import exit_on_plugin_error
 def average_checkpoints(paths):
     """Return the first checkpoint's state with ``model`` replaced by the mean of all.
 
-    Float tensors are averaged in float64 and cast back; integer buffers must agree.
+    Float tensors are averaged in float64 and cast back; integer buffers must agree.  A tensor that
+    is the same in every checkpoint (a frozen encoder) comes back bit for bit, -0.0 included: the
+    drafter's encoder fingerprint (``models.drafter_init``) still matches.
     """
     if not paths:
         raise CheckpointError("no checkpoints to average")
@@ -33,7 +35,7 @@ def average_checkpoints(paths):
             raise CheckpointError(f"{path}: parameters differ from {paths[0]}'s; cannot average")
         for name, tensor in model.items():
             if tensor.is_floating_point():
-                sums[name] = sums.get(name, 0) + tensor.double()
+                sums[name] = sums[name] + tensor.double() if name in sums else tensor.double()  # not 0 + x: -0.0
             elif name in sums and not torch.equal(sums[name], tensor):
                 raise CheckpointError(f"{path}: integer buffer {name} differs; cannot average")
             else:
