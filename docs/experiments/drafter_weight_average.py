@@ -10,7 +10,8 @@ set: a count, not a timing).  An average of nearby checkpoints of one run is wha
 Each argument names one candidate: a checkpoint, or several joined by commas (their uniform average).  A checkpoint of
 another shape than the demo drafter (e.g. ``drafter_layers.py cut``'s) is scored as its own model.
 DATA: the binarized greedy distillation (default $RUNS/multi30k/distilled/bin); VERIFIER: the verifier whose greedy
-translations DATA holds (default the demo verifier; the drafter must share its encoder).
+translations DATA holds (default the demo verifier; the drafter must share its encoder); TEMPLATE: a drafter that fits VERIFIER, loaded first
+as the model the candidates' weights are put into (default the demo drafter).
 """
 import json
 import os
@@ -28,6 +29,7 @@ from fairseq_plugins.scripts.average_checkpoints import average_checkpoints
 RUNS = os.environ.get("RUNS", "../runs")
 DATA = os.environ.get("DATA", f"{RUNS}/multi30k/distilled/bin")
 VERIFIER = os.environ.get("VERIFIER", "checkpoints/demo/verifier.pt")
+TEMPLATE = os.environ.get("TEMPLATE", "checkpoints/demo/drafter.pt")  # a drafter of VERIFIER: the shape candidates load into
 
 
 def tokens_per_iteration(task, model):
@@ -69,7 +71,7 @@ def candidate_drafter(paths, demo_drafter):
 def main(argv):
     out_path = argv[argv.index("--out") + 1] if "--out" in argv else None
     candidates = [a for a in argv if "=" in a]
-    task, drafter = load_pair("checkpoints/demo/drafter.pt")
+    task, drafter = load_pair(TEMPLATE)
     results = {}
     for candidate in candidates:
         name, paths = candidate.split("=", 1)
