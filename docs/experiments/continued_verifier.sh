@@ -16,7 +16,10 @@
 #   5. one harness run per pair (the demo pair first) on test2016.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-RUNS=${RUNS:?set RUNS}; W=$RUNS/v2; DEMO=checkpoints/demo
+RUNS=${RUNS:?set RUNS}; W=$RUNS/v2
+DEMO=$RUNS/previous-demo  # the demo pair this experiment started from (replaced on 2026-12-02: frozen_encoder_student.sh)
+mkdir -p "$DEMO"
+for f in verifier drafter; do [ -s "$DEMO/$f.pt" ] || git show "38b53bd:checkpoints/demo/$f.pt" > "$DEMO/$f.pt"; done
 VERIFIER_HOURS=${VERIFIER_HOURS:-0.95}; DRAFTER_HOURS=${DRAFTER_HOURS:-0.6}; NUM_AVG=${NUM_AVG:-5}
 DRAFTER_LR=${DRAFTER_LR:-1e-4}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1

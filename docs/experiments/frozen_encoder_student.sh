@@ -17,13 +17,16 @@
 #   5. one harness run per pair (the demo pair first) on test2016.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-RUNS=${RUNS:?set RUNS}; W=$RUNS/v3; V2=$RUNS/v2; DEMO=checkpoints/demo
+RUNS=${RUNS:?set RUNS}; W=$RUNS/v3; V2=$RUNS/v2
+DEMO=$RUNS/previous-demo  # the demo pair this experiment started from (it replaced it on 2026-12-02)
+mkdir -p "$DEMO"
+for f in verifier drafter; do [ -s "$DEMO/$f.pt" ] || git show "38b53bd:checkpoints/demo/$f.pt" > "$DEMO/$f.pt"; done
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p "$W/bench"
 
 # 1-2. the student verifier
 if [ ! -s "$W/V3-fp16.pt" ]; then
-  [ -s "$W/V3-u450.pt" ] || SAVE_EVERY=150 python docs/experiments/seqkd_verifier.py "$V2/greedy/bin" "$W/V3.pt" 1 2e-4
+  [ -s "$W/V3-u450.pt" ] || VERIFIER=$DEMO/verifier.pt SAVE_EVERY=150 python docs/experiments/seqkd_verifier.py "$V2/greedy/bin" "$W/V3.pt" 1 2e-4
   python -m fairseq_plugins.scripts.average_checkpoints --inputs "$W"/V3-u{150,300,450}.pt --output "$W/V3-avg3.pt"
   python -m fairseq_plugins.scripts.export_checkpoint "$W/V3-avg3.pt" "$W/V3-fp16.pt" --fp16
 fi

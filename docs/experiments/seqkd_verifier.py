@@ -12,7 +12,8 @@ configuration; export it with ``python -m fairseq_plugins.scripts.export_checkpo
 
 DATA: the binarized distillation (train and valid; train1, train2, ... beside train are read with it, so the
 references can be mixed in by linking them there as train1); EPOCHS: passes over it (default 3); LR: default 1e-4;
-LOG_EVERY: print the training loss every N updates (default 50); SAVE_EVERY: also save the model every N updates as
+VERIFIER: the verifier to start from (default the demo verifier); LOG_EVERY: print the training loss every N updates
+(default 50); SAVE_EVERY: also save the model every N updates as
 OUT with ``-uN`` before ``.pt`` (default 0: only at the end), for averaging with
 ``python -m fairseq_plugins.scripts.average_checkpoints``.
 """
@@ -30,7 +31,7 @@ from fairseq.tasks.translation import load_langpair_dataset
 
 import fairseq_plugins  # noqa: F401  (the compat shims)
 
-VERIFIER = "checkpoints/demo/verifier.pt"
+VERIFIER = os.environ.get("VERIFIER", "checkpoints/demo/verifier.pt")  # the verifier whose decoder is trained
 MAX_TOKENS, WARMUP, SMOOTHING = 4096, 50, 0.1
 LOG_EVERY = int(os.environ.get("LOG_EVERY", "50"))
 SAVE_EVERY = int(os.environ.get("SAVE_EVERY", "0"))
