@@ -18,8 +18,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:?set RUNS}; W=$RUNS/v2
 DEMO=$RUNS/previous-demo  # the demo pair this experiment started from (replaced on 2026-12-02: frozen_encoder_student.sh)
-mkdir -p "$DEMO"
-for f in verifier drafter; do [ -s "$DEMO/$f.pt" ] || git show "38b53bd:checkpoints/demo/$f.pt" > "$DEMO/$f.pt"; done
+# shellcheck source=docs/experiments/pair_steps.sh
+source docs/experiments/pair_steps.sh
+previous_demo_pair "$DEMO"
 VERIFIER_HOURS=${VERIFIER_HOURS:-0.95}; DRAFTER_HOURS=${DRAFTER_HOURS:-0.6}; NUM_AVG=${NUM_AVG:-5}
 DRAFTER_LR=${DRAFTER_LR:-1e-4}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -27,14 +28,6 @@ mkdir -p "$W/bench"
 
 export_fp16() {  # export_fp16 CHECKPOINT OUT: the inference-only float16 copy, once
   [ -s "$2" ] || python -m fairseq_plugins.scripts.export_checkpoint "$1" "$2" --fp16
-}
-distil_sharded() {  # distil_sharded INPUT OUTPUT: V2's greedy translations, one shard per core
-  [ -s "$2" ] && return
-  local shard options=(--teacher "$W/V2.pt" --data "$RUNS/multi30k/bin" --input "$1" --output "$2" --beam 1
-                       --max-len-a 1.2 --max-len-b 10 --num-shards 2 --no-progress-bar)
-  for shard in 0 1; do python -m fairseq_plugins.distill "${options[@]}" --shard-id $shard & done
-  wait
-  python -m fairseq_plugins.distill "${options[@]}" --merge-only
 }
 bench() {  # bench NAME VERIFIER DRAFTER
   [ -s "$W/bench/$1.md" ] || python -m fairseq_plugins.bench.latency "$RUNS/multi30k/bin" --path "$2" \
@@ -58,8 +51,8 @@ fi
 text=$W/greedy/text; mkdir -p "$text"
 cp -n "$RUNS/multi30k/spm/train.en" "$text/train.en"
 [ -s "$text/more-4.en" ] || python -m fairseq_plugins.scripts.augment_sources "$text/train.en" "$text/more-4.en" --copies 4
-distil_sharded "$text/train.en" "$text/train.de"
-distil_sharded "$text/more-4.en" "$text/more-4.de"
+distil_sharded "$W/V2.pt" "$text/train.en" "$text/train.de"
+distil_sharded "$W/V2.pt" "$text/more-4.en" "$text/more-4.de"
 [ -s "$W/greedy/bin/train1.en-de.en.bin" ] || TEACHER=$W/V2.pt RAW=$RUNS/multi30k/spm VERIFIER_DATA=$RUNS/multi30k/bin \
   OUT=$W/greedy BEAM=1 MORE_SOURCES=4 DEVICE=cpu bash recipes/distill.sh
 

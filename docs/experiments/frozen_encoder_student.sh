@@ -19,8 +19,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:?set RUNS}; W=$RUNS/v3; V2=$RUNS/v2
 DEMO=$RUNS/previous-demo  # the demo pair this experiment started from (it replaced it on 2026-12-02)
-mkdir -p "$DEMO"
-for f in verifier drafter; do [ -s "$DEMO/$f.pt" ] || git show "38b53bd:checkpoints/demo/$f.pt" > "$DEMO/$f.pt"; done
+# shellcheck source=docs/experiments/pair_steps.sh
+source docs/experiments/pair_steps.sh
+previous_demo_pair "$DEMO"
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p "$W/bench"
 
@@ -35,16 +36,8 @@ fi
 text=$W/greedy/text; mkdir -p "$text"
 cp -n "$RUNS/multi30k/spm/train.en" "$text/train.en"
 cp -n "$V2/greedy/text/more-4.en" "$text/more-4.en"
-distil_sharded() {  # distil_sharded INPUT OUTPUT: the student's greedy translations, one shard per core
-  [ -s "$2" ] && return
-  local shard options=(--teacher "$W/V3-fp16.pt" --data "$RUNS/multi30k/bin" --input "$1" --output "$2" --beam 1
-                       --max-len-a 1.2 --max-len-b 10 --num-shards 2 --no-progress-bar)
-  for shard in 0 1; do python -m fairseq_plugins.distill "${options[@]}" --shard-id $shard & done
-  wait
-  python -m fairseq_plugins.distill "${options[@]}" --merge-only
-}
-distil_sharded "$text/train.en" "$text/train.de"
-distil_sharded "$text/more-4.en" "$text/more-4.de"
+distil_sharded "$W/V3-fp16.pt" "$text/train.en" "$text/train.de"
+distil_sharded "$W/V3-fp16.pt" "$text/more-4.en" "$text/more-4.de"
 [ -s "$W/greedy/bin/train1.en-de.en.bin" ] || TEACHER=$W/V3-fp16.pt RAW=$RUNS/multi30k/spm \
   VERIFIER_DATA=$RUNS/multi30k/bin OUT=$W/greedy BEAM=1 MORE_SOURCES=4 DEVICE=cpu bash recipes/distill.sh
 
