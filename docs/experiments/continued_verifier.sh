@@ -25,17 +25,8 @@ VERIFIER_HOURS=${VERIFIER_HOURS:-0.95}; DRAFTER_HOURS=${DRAFTER_HOURS:-0.6}; NUM
 DRAFTER_LR=${DRAFTER_LR:-1e-4}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p "$W/bench"
+DECODERS=beam1,specdec,specdec:length=fixed,specdec++,specdec++:beta=5,tau=3,drafter-only,iad
 
-export_fp16() {  # export_fp16 CHECKPOINT OUT: the inference-only float16 copy, once
-  [ -s "$2" ] || python -m fairseq_plugins.scripts.export_checkpoint "$1" "$2" --fp16
-}
-bench() {  # bench NAME VERIFIER DRAFTER
-  [ -s "$W/bench/$1.md" ] || python -m fairseq_plugins.bench.latency "$RUNS/multi30k/bin" --path "$2" \
-    --drafter-path "$3" --source-lang en --target-lang de --remove-bpe sentencepiece --max-len-a 1.2 --max-len-b 10 \
-    --threads 1 --profile --ct2-dir "$W/ct2-$1" \
-    --decoders beam1,specdec,specdec:length=fixed,specdec++,specdec++:beta=5,tau=3,drafter-only,iad \
-    --out-md "$W/bench/$1.md" --out-json "$W/bench/$1.json"
-}
 
 # 1-2. the verifier
 if [ ! -s "$W/V2.pt" ]; then
@@ -66,5 +57,5 @@ distil_sharded "$W/V2.pt" "$text/more-4.en" "$text/more-4.de"
 export_fp16 "$W/drafter/checkpoint_best.pt" "$W/D2.pt"
 
 # 5. the harness, one run per pair
-bench demo $DEMO/verifier.pt $DEMO/drafter.pt
-bench v2 "$W/V2.pt" "$W/D2.pt"
+bench_pair "$W" demo "$DEMO/verifier.pt" "$DEMO/drafter.pt" "$DECODERS"
+bench_pair "$W" v2 "$W/V2.pt" "$W/D2.pt" "$DECODERS"

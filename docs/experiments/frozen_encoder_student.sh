@@ -24,12 +24,13 @@ source docs/experiments/pair_steps.sh
 previous_demo_pair "$DEMO"
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p "$W/bench"
+DECODERS=beam1,specdec,specdec:length=fixed,specdec++,specdec++:beta=5,tau=3,drafter-only
 
 # 1-2. the student verifier
 if [ ! -s "$W/V3-fp16.pt" ]; then
   [ -s "$W/V3-u450.pt" ] || VERIFIER=$DEMO/verifier.pt SAVE_EVERY=150 python docs/experiments/seqkd_verifier.py "$V2/greedy/bin" "$W/V3.pt" 1 2e-4
   python -m fairseq_plugins.scripts.average_checkpoints --inputs "$W"/V3-u{150,300,450}.pt --output "$W/V3-avg3.pt"
-  python -m fairseq_plugins.scripts.export_checkpoint "$W/V3-avg3.pt" "$W/V3-fp16.pt" --fp16
+  export_fp16 "$W/V3-avg3.pt" "$W/V3-fp16.pt"
 fi
 
 # 3. its greedy translations
@@ -50,16 +51,9 @@ distil_sharded "$W/V3-fp16.pt" "$text/more-4.en" "$text/more-4.de"
 if [ ! -s "$W/D3.pt" ]; then
   python -m fairseq_plugins.scripts.average_checkpoints --inputs "$W/drafter" --num-update-checkpoints 4 \
     --checkpoint-upper-bound 5400 --output "$W/drafter-avg4.pt"
-  python -m fairseq_plugins.scripts.export_checkpoint "$W/drafter-avg4.pt" "$W/D3.pt" --fp16
+  export_fp16 "$W/drafter-avg4.pt" "$W/D3.pt"
 fi
 
 # 5. the harness, one run per pair
-bench() {  # bench NAME VERIFIER DRAFTER
-  [ -s "$W/bench/$1.md" ] || python -m fairseq_plugins.bench.latency "$RUNS/multi30k/bin" --path "$2" \
-    --drafter-path "$3" --source-lang en --target-lang de --remove-bpe sentencepiece --max-len-a 1.2 --max-len-b 10 \
-    --threads 1 --profile --ct2-dir "$W/ct2-$1" \
-    --decoders beam1,specdec,specdec:length=fixed,specdec++,specdec++:beta=5,tau=3,drafter-only \
-    --out-md "$W/bench/$1.md" --out-json "$W/bench/$1.json"
-}
-bench demo $DEMO/verifier.pt $DEMO/drafter.pt
-bench v3 "$W/V3-fp16.pt" "$W/D3.pt"
+bench_pair "$W" demo "$DEMO/verifier.pt" "$DEMO/drafter.pt" "$DECODERS"
+bench_pair "$W" v3 "$W/V3-fp16.pt" "$W/D3.pt" "$DECODERS"

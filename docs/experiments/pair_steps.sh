@@ -1,4 +1,5 @@
-# Shell functions shared by continued_verifier.sh and frozen_encoder_student.sh (sourced after they set RUNS).
+# Shell functions shared by continued_verifier.sh and frozen_encoder_student.sh (sourced after they set RUNS):
+# the previous demo pair, greedy distillation, fp16 export and one harness run per pair.
 
 previous_demo_pair() {  # previous_demo_pair DIR: the demo pair both experiments started from (git show 38b53bd)
   mkdir -p "$1"
@@ -13,4 +14,14 @@ distil_sharded() {  # distil_sharded TEACHER INPUT OUTPUT: the teacher's greedy 
   for shard in 0 1; do python -m fairseq_plugins.distill "${options[@]}" --shard-id $shard & done
   wait
   python -m fairseq_plugins.distill "${options[@]}" --merge-only
+}
+
+export_fp16() {  # export_fp16 CHECKPOINT OUT: the inference-only float16 copy, once
+  [ -s "$2" ] || python -m fairseq_plugins.scripts.export_checkpoint "$1" "$2" --fp16
+}
+
+bench_pair() {  # bench_pair DIR NAME VERIFIER DRAFTER DECODERS: one harness run on test2016 into DIR/bench/NAME.{md,json}, once
+  [ -s "$1/bench/$2.md" ] || python -m fairseq_plugins.bench.latency "$RUNS/multi30k/bin" --path "$3" \
+    --drafter-path "$4" --source-lang en --target-lang de --remove-bpe sentencepiece --max-len-a 1.2 --max-len-b 10 \
+    --threads 1 --profile --ct2-dir "$1/ct2-$2" --decoders "$5" --out-md "$1/bench/$2.md" --out-json "$1/bench/$2.json"
 }
