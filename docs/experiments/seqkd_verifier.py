@@ -13,7 +13,7 @@ configuration; export it with ``python -m fairseq_plugins.scripts.export_checkpo
 DATA: the binarized distillation (train and valid; train1, train2, ... beside train are read with it, so the
 references can be mixed in by linking them there as train1); EPOCHS: passes over it (default 3); LR: default 1e-4;
 VERIFIER: the verifier to start from (default the demo verifier); LOG_EVERY: print the training loss every N updates
-(default 50); SAVE_EVERY: also save the model every N updates as
+(default 50); THREADS: torch threads (default 1); SAVE_EVERY: also save the model every N updates as
 OUT with ``-uN`` before ``.pt`` (default 0: only at the end), for averaging with
 ``python -m fairseq_plugins.scripts.average_checkpoints``.
 """
@@ -24,7 +24,7 @@ import time
 
 import torch
 
-torch.set_num_threads(1)
+torch.set_num_threads(int(os.environ.get("THREADS", "1")))
 from fairseq import checkpoint_utils
 from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
 from fairseq.tasks.translation import load_langpair_dataset
