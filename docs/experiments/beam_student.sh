@@ -24,17 +24,11 @@ DRAFTER_UPDATES=${DRAFTER_UPDATES:-3600}
 # shellcheck source=docs/experiments/pair_steps.sh
 source docs/experiments/pair_steps.sh
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-mkdir -p "$W/bench" "$W/v2beam/text" "$W/greedy/text"
+mkdir -p "$W/bench"
 DECODERS=beam1,specdec,specdec:length=fixed,specdec++,specdec++:beta=5,tau=3,drafter-only
 
 # 1. V2's beam-5 translations, binarized with valid's (recipes/distill.sh finds the training files done)
-text=$W/v2beam/text
-cp -n "$RUNS/multi30k/spm/train.en" "$text/train.en"
-cp -n "$V2/greedy/text/more-4.en" "$text/more-4.en"
-distil_sharded "$V2/V2-fp16.pt" "$text/train.en" "$text/train.de" 5
-distil_sharded "$V2/V2-fp16.pt" "$text/more-4.en" "$text/more-4.de" 5
-[ -s "$W/v2beam/bin/train1.en-de.en.bin" ] || TEACHER=$V2/V2-fp16.pt RAW=$RUNS/multi30k/spm \
-  VERIFIER_DATA=$RUNS/multi30k/bin OUT=$W/v2beam BEAM=5 MORE_SOURCES=4 DEVICE=cpu bash recipes/distill.sh
+distil_sources "$V2/V2-fp16.pt" "$W/v2beam" 5
 
 # 2. the student of V2's beam search, from V3: the model at the end of the epoch (valid greedy BLEU at 150, 300, 450
 #    updates and the end: 29.89, 30.16, 30.73, 31.18; the average of 300, 450 and the end 30.84)
@@ -45,13 +39,7 @@ if [ ! -s "$W/V4-fp16.pt" ]; then
 fi
 
 # 3. its greedy translations
-text=$W/greedy/text
-cp -n "$RUNS/multi30k/spm/train.en" "$text/train.en"
-cp -n "$V2/greedy/text/more-4.en" "$text/more-4.en"
-distil_sharded "$W/V4-fp16.pt" "$text/train.en" "$text/train.de"
-distil_sharded "$W/V4-fp16.pt" "$text/more-4.en" "$text/more-4.de"
-[ -s "$W/greedy/bin/train1.en-de.en.bin" ] || TEACHER=$W/V4-fp16.pt RAW=$RUNS/multi30k/spm \
-  VERIFIER_DATA=$RUNS/multi30k/bin OUT=$W/greedy BEAM=1 MORE_SOURCES=4 DEVICE=cpu bash recipes/distill.sh
+distil_sources "$W/V4-fp16.pt" "$W/greedy" 1
 
 # 4. the shipped drafter, fine-tuned (V4's encoder is V3's: no rebasing)
 if [ ! -e "$W/drafter/finished" ]; then  # a rerun resumes from checkpoint_last.pt

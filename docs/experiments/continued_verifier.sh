@@ -42,10 +42,7 @@ fi
 text=$W/greedy/text; mkdir -p "$text"
 cp -n "$RUNS/multi30k/spm/train.en" "$text/train.en"
 [ -s "$text/more-4.en" ] || python -m fairseq_plugins.scripts.augment_sources "$text/train.en" "$text/more-4.en" --copies 4
-distil_sharded "$W/V2.pt" "$text/train.en" "$text/train.de"
-distil_sharded "$W/V2.pt" "$text/more-4.en" "$text/more-4.de"
-[ -s "$W/greedy/bin/train1.en-de.en.bin" ] || TEACHER=$W/V2.pt RAW=$RUNS/multi30k/spm VERIFIER_DATA=$RUNS/multi30k/bin \
-  OUT=$W/greedy BEAM=1 MORE_SOURCES=4 DEVICE=cpu bash recipes/distill.sh
+distil_sources "$W/V2.pt" "$W/greedy" 1
 
 # 4. the drafter
 [ -s "$W/drafter-init.pt" ] || python docs/experiments/rebase_drafter.py $DEMO/drafter.pt "$W/V2.pt" "$W/drafter-init.pt"

@@ -34,13 +34,7 @@ if [ ! -s "$W/V3-fp16.pt" ]; then
 fi
 
 # 3. its greedy translations
-text=$W/greedy/text; mkdir -p "$text"
-cp -n "$RUNS/multi30k/spm/train.en" "$text/train.en"
-cp -n "$V2/greedy/text/more-4.en" "$text/more-4.en"
-distil_sharded "$W/V3-fp16.pt" "$text/train.en" "$text/train.de"
-distil_sharded "$W/V3-fp16.pt" "$text/more-4.en" "$text/more-4.de"
-[ -s "$W/greedy/bin/train1.en-de.en.bin" ] || TEACHER=$W/V3-fp16.pt RAW=$RUNS/multi30k/spm \
-  VERIFIER_DATA=$RUNS/multi30k/bin OUT=$W/greedy BEAM=1 MORE_SOURCES=4 DEVICE=cpu bash recipes/distill.sh
+distil_sources "$W/V3-fp16.pt" "$W/greedy" 1
 
 # 4. the demo drafter, fine-tuned (the student's encoder is the demo verifier's: no rebasing)
 [ -s "$W/drafter/checkpoint_9_5400.pt" ] || CPU=1 THREADS=2 SETTING=multi30k-drafter VERIFIER=$W/V3-fp16.pt \

@@ -1,5 +1,5 @@
 # Shell functions shared by continued_verifier.sh and frozen_encoder_student.sh (sourced after they set RUNS):
-# the previous demo pair, sharded distillation, fp16 export and one harness run per pair.
+# the previous demo pair, sharded distillation of the training and substituted sources, fp16 export and one harness run per pair.
 
 previous_demo_pair() {  # previous_demo_pair DIR: the demo pair both experiments started from (git show 38b53bd)
   mkdir -p "$1"
@@ -14,6 +14,19 @@ distil_sharded() {  # distil_sharded TEACHER INPUT OUTPUT [BEAM]: the teacher's 
   for shard in 0 1; do python -m fairseq_plugins.distill "${options[@]}" --shard-id $shard & done
   wait
   python -m fairseq_plugins.distill "${options[@]}" --merge-only
+}
+
+distil_sources() {  # distil_sources TEACHER OUT BEAM: the teacher's translations of the 29,000 training sources and the
+  # 113,558 substituted ones (continued_verifier.sh's, $RUNS/v2/greedy/text/more-4.en), then binarized with valid's
+  # into OUT/bin by recipes/distill.sh (which finds the training files done), once
+  local text=$2/text
+  mkdir -p "$text"
+  [ -s "$text/train.en" ] || cp "$RUNS/multi30k/spm/train.en" "$text/train.en"
+  [ -s "$text/more-4.en" ] || cp "$RUNS/v2/greedy/text/more-4.en" "$text/more-4.en"
+  distil_sharded "$1" "$text/train.en" "$text/train.de" "$3"
+  distil_sharded "$1" "$text/more-4.en" "$text/more-4.de" "$3"
+  [ -s "$2/bin/train1.en-de.en.bin" ] || TEACHER=$1 RAW=$RUNS/multi30k/spm VERIFIER_DATA=$RUNS/multi30k/bin \
+    OUT=$2 BEAM=$3 MORE_SOURCES=4 DEVICE=cpu bash recipes/distill.sh
 }
 
 export_fp16() {  # export_fp16 CHECKPOINT OUT: the inference-only float16 copy, once
