@@ -1,5 +1,6 @@
-# Shell functions shared by continued_verifier.sh and frozen_encoder_student.sh (sourced after they set RUNS):
-# the previous demo pair, sharded distillation of the training and substituted sources, fp16 export and one harness run per pair.
+# Shell functions shared by continued_verifier.sh, frozen_encoder_student.sh and beam_student.sh (sourced after they
+# set RUNS): the previous demo pair, sharded distillation of the training and substituted sources, fp16 export and one
+# harness run per pair.
 
 previous_demo_pair() {  # previous_demo_pair DIR: the demo pair both experiments started from (git show 38b53bd)
   mkdir -p "$1"
