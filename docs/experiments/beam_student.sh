@@ -24,7 +24,6 @@ DRAFTER_UPDATES=${DRAFTER_UPDATES:-3600}
 # shellcheck source=docs/experiments/pair_steps.sh
 source docs/experiments/pair_steps.sh
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-mkdir -p "$W/bench"
 DECODERS=beam1,specdec,specdec:length=fixed,specdec++,specdec++:beta=5,tau=3,drafter-only
 
 # 1. V2's beam-5 translations, binarized with valid's (recipes/distill.sh finds the training files done)
@@ -42,18 +41,7 @@ fi
 distil_sources "$W/V4-fp16.pt" "$W/greedy" 1
 
 # 4. the shipped drafter, fine-tuned (V4's encoder is V3's: no rebasing)
-if [ ! -e "$W/drafter/finished" ]; then  # a rerun resumes from checkpoint_last.pt
-  CPU=1 THREADS=2 SETTING=multi30k-drafter VERIFIER=$W/V4-fp16.pt DATA=$W/greedy/bin SAVE_DIR=$W/drafter \
-    MAX_UPDATE=$DRAFTER_UPDATES DROPOUT=0.0 LR=1e-4 WARMUP_INIT_LR=1e-4 WARMUP=10000 GLANCE_START=0.3 GLANCE_END=0.3 \
-    MAX_EPOCH=1000 KEEP_LAST_EPOCHS=1 SAVE_INTERVAL_UPDATES=300 bash recipes/train-drafter.sh \
-    --finetune-from-model "$V3/D3.pt" --validate-interval-updates 300 --cpu-autocast bf16
-  touch "$W/drafter/finished"
-fi
-if [ ! -s "$W/D4.pt" ]; then
-  python -m fairseq_plugins.scripts.average_checkpoints --inputs "$W/drafter" --num-update-checkpoints 4 \
-    --checkpoint-upper-bound "$DRAFTER_UPDATES" --output "$W/drafter-avg4.pt"
-  export_fp16 "$W/drafter-avg4.pt" "$W/D4.pt"
-fi
+finetune_drafter "$W/drafter" "$W/V4-fp16.pt" "$W/greedy/bin" "$V3/D3.pt" "$DRAFTER_UPDATES" "$W/D4.pt"
 
 # 5. the harness, one run per pair
 bench_pair "$W" v3 "$V3/V3-fp16.pt" "$V3/D3.pt" "$DECODERS"

@@ -24,7 +24,6 @@ previous_demo_pair "$DEMO"
 VERIFIER_HOURS=${VERIFIER_HOURS:-0.95}; DRAFTER_HOURS=${DRAFTER_HOURS:-0.6}; NUM_AVG=${NUM_AVG:-5}
 DRAFTER_LR=${DRAFTER_LR:-1e-4}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-mkdir -p "$W/bench"
 DECODERS=beam1,specdec,specdec:length=fixed,specdec++,specdec++:beta=5,tau=3,drafter-only,iad
 
 

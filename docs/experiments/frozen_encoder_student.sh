@@ -23,7 +23,6 @@ DEMO=$RUNS/previous-demo  # the demo pair this experiment started from (it repla
 source docs/experiments/pair_steps.sh
 previous_demo_pair "$DEMO"
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-mkdir -p "$W/bench"
 DECODERS=beam1,specdec,specdec:length=fixed,specdec++,specdec++:beta=5,tau=3,drafter-only
 
 # 1-2. the student verifier
@@ -37,16 +36,7 @@ fi
 distil_sources "$W/V3-fp16.pt" "$W/greedy" 1
 
 # 4. the demo drafter, fine-tuned (the student's encoder is the demo verifier's: no rebasing)
-[ -s "$W/drafter/checkpoint_9_5400.pt" ] || CPU=1 THREADS=2 SETTING=multi30k-drafter VERIFIER=$W/V3-fp16.pt \
-  DATA=$W/greedy/bin SAVE_DIR=$W/drafter MAX_UPDATE=5400 DROPOUT=0.0 LR=1e-4 WARMUP_INIT_LR=1e-4 \
-  WARMUP=10000 GLANCE_START=0.3 GLANCE_END=0.3 MAX_EPOCH=1000 KEEP_LAST_EPOCHS=1 SAVE_INTERVAL_UPDATES=300 \
-  bash recipes/train-drafter.sh --finetune-from-model $DEMO/drafter.pt --validate-interval-updates 300 \
-  --cpu-autocast bf16
-if [ ! -s "$W/D3.pt" ]; then
-  python -m fairseq_plugins.scripts.average_checkpoints --inputs "$W/drafter" --num-update-checkpoints 4 \
-    --checkpoint-upper-bound 5400 --output "$W/drafter-avg4.pt"
-  export_fp16 "$W/drafter-avg4.pt" "$W/D3.pt"
-fi
+finetune_drafter "$W/drafter" "$W/V3-fp16.pt" "$W/greedy/bin" "$DEMO/drafter.pt" 5400 "$W/D3.pt"
 
 # 5. the harness, one run per pair
 bench_pair "$W" demo "$DEMO/verifier.pt" "$DEMO/drafter.pt" "$DECODERS"

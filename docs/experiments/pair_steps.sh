@@ -1,6 +1,6 @@
 # Shell functions shared by continued_verifier.sh, frozen_encoder_student.sh and beam_student.sh (sourced after they
-# set RUNS): the previous demo pair, sharded distillation of the training and substituted sources, fp16 export and one
-# harness run per pair.
+# set RUNS): the previous demo pair, sharded distillation of the training and substituted sources, the drafter's
+# fine-tune, fp16 export and one harness run per pair.
 
 previous_demo_pair() {  # previous_demo_pair DIR: the demo pair both experiments started from (git show 38b53bd)
   mkdir -p "$1"
@@ -30,11 +30,28 @@ distil_sources() {  # distil_sources TEACHER OUT BEAM: the teacher's translation
     OUT=$2 BEAM=$3 MORE_SOURCES=4 DEVICE=cpu bash recipes/distill.sh
 }
 
+finetune_drafter() {  # finetune_drafter DIR VERIFIER DATA INIT UPDATES OUT: drafter INIT fine-tuned UPDATES updates on
+  # VERIFIER's translations DATA (2 threads, the shipped drafter's settings) in DIR, the uniform average of its last 4
+  # checkpoints (DIR-avg4.pt) exported --fp16 as OUT, once (a rerun resumes from DIR/checkpoint_last.pt)
+  [ -s "$6" ] && return
+  if [ ! -e "$1/finished" ]; then
+    CPU=1 THREADS=2 SETTING=multi30k-drafter VERIFIER=$2 DATA=$3 SAVE_DIR=$1 MAX_UPDATE=$5 DROPOUT=0.0 LR=1e-4 \
+      WARMUP_INIT_LR=1e-4 WARMUP=10000 GLANCE_START=0.3 GLANCE_END=0.3 MAX_EPOCH=1000 KEEP_LAST_EPOCHS=1 \
+      SAVE_INTERVAL_UPDATES=300 bash recipes/train-drafter.sh --finetune-from-model "$4" --validate-interval-updates 300 \
+      --cpu-autocast bf16
+    touch "$1/finished"
+  fi
+  python -m fairseq_plugins.scripts.average_checkpoints --inputs "$1" --num-update-checkpoints 4 \
+    --checkpoint-upper-bound "$5" --output "${1%/}-avg4.pt"
+  export_fp16 "${1%/}-avg4.pt" "$6"
+}
+
 export_fp16() {  # export_fp16 CHECKPOINT OUT: the inference-only float16 copy, once
   [ -s "$2" ] || python -m fairseq_plugins.scripts.export_checkpoint "$1" "$2" --fp16
 }
 
 bench_pair() {  # bench_pair DIR NAME VERIFIER DRAFTER DECODERS: one harness run on test2016 into DIR/bench/NAME.{md,json}, once
+  mkdir -p "$1/bench"
   [ -s "$1/bench/$2.md" ] || python -m fairseq_plugins.bench.latency "$RUNS/multi30k/bin" --path "$3" \
     --drafter-path "$4" --source-lang en --target-lang de --remove-bpe sentencepiece --max-len-a 1.2 --max-len-b 10 \
     --threads 1 --profile --ct2-dir "$1/ct2-$2" --decoders "$5" --out-md "$1/bench/$2.md" --out-json "$1/bench/$2.json"
