@@ -1,4 +1,4 @@
-# Shell functions shared by continued_verifier.sh, frozen_encoder_student.sh and beam_student.sh (sourced after they
+# Shell functions shared by continued_verifier.sh, frozen_encoder_student.sh, beam_student.sh and more_sources_drafter.sh (sourced after they
 # set RUNS): the previous demo pair, sharded distillation of the training and substituted sources, the drafter's
 # fine-tune, fp16 export and one harness run per pair.
 
