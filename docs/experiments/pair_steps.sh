@@ -32,11 +32,12 @@ distil_sources() {  # distil_sources TEACHER OUT BEAM: the teacher's translation
 
 finetune_drafter() {  # finetune_drafter DIR VERIFIER DATA INIT UPDATES OUT: drafter INIT fine-tuned UPDATES updates on
   # VERIFIER's translations DATA (2 threads, the shipped drafter's settings) in DIR, the uniform average of its last 4
-  # checkpoints (DIR-avg4.pt) exported --fp16 as OUT, once (a rerun resumes from DIR/checkpoint_last.pt)
+  # checkpoints (DIR-avg4.pt) exported --fp16 as OUT, once (a rerun resumes from DIR/checkpoint_last.pt).
+  # FT_LR, FT_WARMUP_INIT_LR, FT_WARMUP: another learning rate (default a constant 1e-4; a falling one: init > lr)
   [ -s "$6" ] && return
   if [ ! -e "$1/finished" ]; then
-    CPU=1 THREADS=2 SETTING=multi30k-drafter VERIFIER=$2 DATA=$3 SAVE_DIR=$1 MAX_UPDATE=$5 DROPOUT=0.0 LR=1e-4 \
-      WARMUP_INIT_LR=1e-4 WARMUP=10000 GLANCE_START=0.3 GLANCE_END=0.3 MAX_EPOCH=1000 KEEP_LAST_EPOCHS=1 \
+    CPU=1 THREADS=2 SETTING=multi30k-drafter VERIFIER=$2 DATA=$3 SAVE_DIR=$1 MAX_UPDATE=$5 DROPOUT=0.0 LR=${FT_LR:-1e-4} \
+      WARMUP_INIT_LR=${FT_WARMUP_INIT_LR:-1e-4} WARMUP=${FT_WARMUP:-10000} GLANCE_START=0.3 GLANCE_END=0.3 MAX_EPOCH=1000 KEEP_LAST_EPOCHS=1 \
       SAVE_INTERVAL_UPDATES=300 bash recipes/train-drafter.sh --finetune-from-model "$4" --validate-interval-updates 300 \
       --cpu-autocast bf16
     touch "$1/finished"
