@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The shipped drafter fine-tuned on the shipped verifier's greedy translations of 2.6x as many substituted sources
+# The shipped drafter fine-tuned on the shipped verifier's greedy translations of 3.3x as many substituted sources (404,777 pairs against 142,558)
 # (session of 2026-12-02, fourth; no GPU lent). More sources were the one drafter remedy that rose on this CPU
-# (docs/results.md: 57,543 -> 197,263 -> 404,777 sources for the first verifier); the shipped drafter learnt 113,558.
+# (docs/results.md: 57,543 -> 197,263 -> 404,777 sources for the first verifier); the shipped drafter learnt 142,558
+# (29,000 + 113,558 substituted).
 # Resumable: every step is skipped when its output exists. Needs frozen_encoder_student.sh's outputs
 # ($RUNS/v3: the shipped pair's training translations and its drafter D3.pt).
 #
@@ -11,7 +12,7 @@ set -euo pipefail
 source "$(dirname "$0")/pair_steps.sh"
 W=$RUNS/v5
 text=$W/greedy/text
-VERIFIER=checkpoints/demo/verifier.pt
+VERIFIER=$RUNS/v3/V3-fp16.pt  # the shipped verifier, byte for byte (checkpoints/demo/verifier.pt when this ran)
 mkdir -p "$text"
 
 # 1. 14 passes of the substitution: the first 113,558 lines are the 4 passes' the shipped drafter learnt (checked)
