@@ -28,19 +28,23 @@ K = 10
 POLICIES = ["one", "keep=0.9", "keep=0.7", "keep=0.5", "all"]
 
 
+def block_probs(decoder, encoder_out, prefix, queries):
+    """prefix (1, P), queries (1, block_size) -> the drafter's probabilities (1, block_size, V); pad, bos and the
+    mask symbol get none, as when it drafts."""
+    logits = decoder.forward_block(encoder_out, prefix, torch.tensor([prefix.size(1)]), queries).float()
+    logits[..., decoder.banned] = float("-inf")
+    return logits.softmax(-1)
+
+
 def draft(decoder, encoder_out, prefix, policy):
     """prefix (1, P) -> k drafted tokens (list) under ``policy``."""
-    lengths = torch.tensor([prefix.size(1)])
     queries = decoder.mask_queries(1, decoder.block_size, prefix.device)
-    logits = decoder.forward_block(encoder_out, prefix, lengths, queries).float()
-    logits[..., decoder.banned] = float("-inf")
-    probs, tokens = logits.softmax(-1).max(-1)
+    probs, tokens = block_probs(decoder, encoder_out, prefix, queries).max(-1)
     if policy == "one":
         return tokens[0, :K].tolist()
     keep = torch.ones_like(tokens, dtype=torch.bool) if policy == "all" else probs >= float(policy.split("=")[1])
-    second = decoder.forward_block(encoder_out, prefix, lengths, torch.where(keep, tokens, queries)).float()
-    second[..., decoder.banned] = float("-inf")
-    refined = second.argmax(-1) if policy == "all" else torch.where(keep, tokens, second.argmax(-1))
+    second = block_probs(decoder, encoder_out, prefix, torch.where(keep, tokens, queries)).argmax(-1)
+    refined = second if policy == "all" else torch.where(keep, tokens, second)
     return refined[0, :K].tolist()
 
 

@@ -42,7 +42,6 @@ FT_LR=1e-5 FT_WARMUP_INIT_LR=5e-5 FT_WARMUP=1800 finetune_drafter "$W/cooldown" 
 # 5. counts on test2016 beside the shipped drafter (one harness run, one round, no CTranslate2: the valid scores said
 #    no timing was worth it): tokens per iteration drafting every iteration, SpecDec++ and drafter-only BLEU
 mkdir -p "$W/bench"
-[ -s "$W/bench/counts.md" ] || python -m fairseq_plugins.bench.latency "$RUNS/multi30k/bin" --path "$VERIFIER" \
-  --drafter-path "$RUNS/v3/D3.pt" --source-lang en --target-lang de --remove-bpe sentencepiece --max-len-a 1.2 \
-  --max-len-b 10 --threads 1 --rounds 1 --no-ctranslate2 --out-md "$W/bench/counts.md" --decoders \
-  "beam1,specdec:length=fixed,specdec:length=fixed,drafter_path=$W/D5.pt,specdec++,specdec++:drafter_path=$W/D5.pt,drafter-only,drafter-only:drafter_path=$W/D5.pt"
+harness "$VERIFIER" "$RUNS/v3/D3.pt" \
+  "beam1,specdec:length=fixed,specdec:length=fixed,drafter_path=$W/D5.pt,specdec++,specdec++:drafter_path=$W/D5.pt,drafter-only,drafter-only:drafter_path=$W/D5.pt" \
+  "$W/bench/counts.md" --rounds 1 --no-ctranslate2

@@ -1,6 +1,6 @@
 # Shell functions shared by continued_verifier.sh, frozen_encoder_student.sh, beam_student.sh and more_sources_drafter.sh (sourced after they
 # set RUNS): the previous demo pair, sharded distillation of the training and substituted sources, the drafter's
-# fine-tune, fp16 export and one harness run per pair.
+# fine-tune, fp16 export and harness runs on test2016.
 
 previous_demo_pair() {  # previous_demo_pair DIR: the demo pair both experiments started from (git show 38b53bd)
   mkdir -p "$1"
@@ -51,9 +51,16 @@ export_fp16() {  # export_fp16 CHECKPOINT OUT: the inference-only float16 copy, 
   [ -s "$2" ] || python -m fairseq_plugins.scripts.export_checkpoint "$1" "$2" --fp16
 }
 
+harness() {  # harness VERIFIER DRAFTER DECODERS OUT_MD [OPTION...]: the harness on test2016 (batch 1, 1 thread), once
+  [ -s "$4" ] && return
+  local verifier=$1 drafter=$2 decoders=$3 out_md=$4
+  shift 4
+  python -m fairseq_plugins.bench.latency "$RUNS/multi30k/bin" --path "$verifier" --drafter-path "$drafter" \
+    --source-lang en --target-lang de --remove-bpe sentencepiece --max-len-a 1.2 --max-len-b 10 --threads 1 \
+    --decoders "$decoders" --out-md "$out_md" "$@"
+}
+
 bench_pair() {  # bench_pair DIR NAME VERIFIER DRAFTER DECODERS: one harness run on test2016 into DIR/bench/NAME.{md,json}, once
   mkdir -p "$1/bench"
-  [ -s "$1/bench/$2.md" ] || python -m fairseq_plugins.bench.latency "$RUNS/multi30k/bin" --path "$3" \
-    --drafter-path "$4" --source-lang en --target-lang de --remove-bpe sentencepiece --max-len-a 1.2 --max-len-b 10 \
-    --threads 1 --profile --ct2-dir "$1/ct2-$2" --decoders "$5" --out-md "$1/bench/$2.md" --out-json "$1/bench/$2.json"
+  harness "$3" "$4" "$5" "$1/bench/$2.md" --profile --ct2-dir "$1/ct2-$2" --out-json "$1/bench/$2.json"
 }
