@@ -19,8 +19,11 @@ k = 10 against the verifier's greedy translations of the valid set: a count, not
 
 DATA: the binarized distillation (default $RUNS/multi30k/distilled/bin, recipes/distill.sh with the demo verifier as
 TEACHER); TRAIN_SECONDS: stop (and score both) after that many seconds of training even before UPDATES;
-PROJECTION_LR: W's learning rate (the drafter's own: 1e-4); KL_WEIGHT: the kl arm's weight (default 0.5).
+PROJECTION_LR: W's learning rate (the drafter's own: 1e-4); KL_WEIGHT: the kl arm's weight (default 0.5);
+THREADS: torch threads (default 1); BF16=1: train under CPU bfloat16 autocast (what ``--cpu-autocast bf16`` does);
+SAVE_PREFIX: after each evaluation save each arm's weights to SAVE_PREFIX<arm>.pt (state dict, ``feature_proj`` included).
 """
+import contextlib
 import json
 import os
 import sys
@@ -28,7 +31,7 @@ import time
 
 import torch
 
-torch.set_num_threads(1)
+torch.set_num_threads(int(os.environ.get("THREADS", "1")))
 torch.manual_seed(1)
 from fairseq import utils
 from fairseq.tasks.translation import load_langpair_dataset
@@ -47,6 +50,8 @@ seconds = float(os.environ.get("TRAIN_SECONDS", "inf"))
 projection_lr = float(os.environ.get("PROJECTION_LR", "1e-4"))  # 1e-3: Adam's first step alone cost 0.024 (CPU run)
 arm_names = os.environ.get("ARMS", "plain,feature").split(",")
 kl_weight = float(os.environ.get("KL_WEIGHT", "0.5"))
+save_prefix = os.environ.get("SAVE_PREFIX")
+autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if os.environ.get("BF16") == "1" else contextlib.nullcontext
 
 
 def load():
@@ -171,7 +176,8 @@ while step < updates:
         for name, model in arms.items():
             model.train()
             model.encoder.eval()
-            loss, sample_size, _ = kl_loss(model, sample, draw) if name == "kl" else criterion(model, sample)
+            with autocast():
+                loss, sample_size, _ = kl_loss(model, sample, draw) if name == "kl" else criterion(model, sample)
             optimizers[name].zero_grad()
             (loss / sample_size).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -187,6 +193,9 @@ while step < updates:
                   flush=True)
             if out_path:
                 json.dump(curve, open(out_path, "w"))
+            if save_prefix:
+                for name, model in arms.items():
+                    torch.save(model.state_dict(), f"{save_prefix}{name}.pt")
         if step >= updates:
             break
     epoch += 1
