@@ -17,8 +17,8 @@ k = 10 against the verifier's greedy translations of the valid set: a count, not
     RUNS=... [DATA=bin] [DEVICE=cuda] [TRAIN_SECONDS=N] python docs/experiments/feature_drafter.py UPDATES EVAL \
         [MAX_TOKENS] [OUT.json]
 
-DATA: the binarized distillation (default $RUNS/multi30k/distilled/bin, recipes/distill.sh with the demo verifier as
-TEACHER); TRAIN_SECONDS: stop (and score both) after that many seconds of training even before UPDATES;
+DATA: the binarized greedy distillation by the demo verifier (default $RUNS/multi30k/distilled/bin, recipes/distill.sh
+with the demo verifier as TEACHER; for the pair shipped on 2026-12-02: $RUNS/v3/greedy/bin or $RUNS/v5/greedy/bin); TRAIN_SECONDS: stop (and score both) after that many seconds of training even before UPDATES;
 PROJECTION_LR: W's learning rate (the drafter's own: 1e-4); KL_WEIGHT: the kl arm's weight (default 0.5);
 THREADS: torch threads (default 1); BF16=1: train under CPU bfloat16 autocast (what ``--cpu-autocast bf16`` does);
 SAVE_PREFIX: after each evaluation save each arm's weights to SAVE_PREFIX<arm>.pt (state dict, ``feature_proj`` included).
