@@ -21,7 +21,11 @@ DATA: the binarized greedy distillation by the demo verifier (default $RUNS/mult
 with the demo verifier as TEACHER; for the pair shipped on 2026-12-02: $RUNS/v3/greedy/bin or $RUNS/v5/greedy/bin); TRAIN_SECONDS: stop (and score both) after that many seconds of training even before UPDATES;
 PROJECTION_LR: W's learning rate (the drafter's own: 1e-4); KL_WEIGHT: the kl arm's weight (default 0.5);
 THREADS: torch threads (default 1); BF16=1: train under CPU bfloat16 autocast (what ``--cpu-autocast bf16`` does);
-SAVE_PREFIX: after each evaluation save each arm's weights to SAVE_PREFIX<arm>.pt (state dict, ``feature_proj`` included).
+SAVE_PREFIX: after each evaluation save each arm's weights to SAVE_PREFIX<arm>.pt (state dict, ``feature_proj`` included);
+INIT=verifier: start every arm over (the recipe's start: decoder layers, final layer norm and positions from the
+verifier's first layers; the shared frozen encoder and embeddings are the verifier's already) instead of from the
+shipped drafter; LR (default 1e-4) and WARMUP (default 0: none): the drafter's peak learning rate and fairseq's
+inverse-sqrt warm-up over WARMUP updates (W's rate scales alike).
 """
 import contextlib
 import json
@@ -39,6 +43,7 @@ from fairseq.tasks.translation import load_langpair_dataset
 from fairseq_plugins.api import Translator
 from fairseq_plugins.criterions.glancing_block_loss import GlancingBlockLoss, simulate_specdec
 from fairseq_plugins.models.block_drafter_decoder import BlockDrafterDecoder
+from fairseq_plugins.models.drafter_init import copy_verifier_decoder
 
 RUNS = os.environ.get("RUNS", "../runs")
 updates, every = int(sys.argv[1]), int(sys.argv[2])
@@ -51,6 +56,8 @@ projection_lr = float(os.environ.get("PROJECTION_LR", "1e-4"))  # 1e-3: Adam's f
 arm_names = os.environ.get("ARMS", "plain,feature").split(",")
 kl_weight = float(os.environ.get("KL_WEIGHT", "0.5"))
 save_prefix = os.environ.get("SAVE_PREFIX")
+start_over = os.environ.get("INIT", "drafter") == "verifier"
+peak_lr, warmup = float(os.environ.get("LR", "1e-4")), int(os.environ.get("WARMUP", "0"))
 autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if os.environ.get("BF16") == "1" else contextlib.nullcontext
 
 
@@ -62,6 +69,10 @@ def load():
 
 task, verifier, first = load()
 arms = {arm_names[0]: first, **{name: load()[2] for name in arm_names[1:]}}
+if start_over:
+    verifier_weights = {name: tensor.detach().cpu() for name, tensor in verifier.state_dict().items()}
+    for model in arms.values():
+        copy_verifier_decoder(model.decoder, verifier_weights, "first", "the demo verifier")
 for p in verifier.parameters():
     p.requires_grad_(False)
 verifier.eval()
@@ -115,8 +126,11 @@ optimizers = {}
 for name, model in arms.items():
     projection = [p for n, p in model.named_parameters() if n.startswith("decoder.feature_proj")]
     rest = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("decoder.feature_proj")]
-    groups = [{"params": rest, "lr": 1e-4}] + ([{"params": projection, "lr": projection_lr}] if projection else [])
+    groups = [{"params": rest, "lr": peak_lr}] + ([{"params": projection, "lr": projection_lr}] if projection else [])
     optimizers[name] = torch.optim.Adam(groups, betas=(0.9, 0.98))
+schedulers = {name: torch.optim.lr_scheduler.LambdaLR(
+    optimizer, lambda step: 1.0 if warmup == 0 else min((step + 1) / warmup, (warmup / (step + 1)) ** 0.5))
+    for name, optimizer in optimizers.items()}
 
 
 def verifier_log_probs(sample):
@@ -182,6 +196,7 @@ while step < updates:
             (loss / sample_size).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizers[name].step()
+            schedulers[name].step()
         del criterion.draw_blocks
         step += 1
         if time.time() - start > seconds:
