@@ -18,10 +18,11 @@ k = 10 against the verifier's greedy translations of the valid set: a count, not
         [MAX_TOKENS] [OUT.json]
 
 DATA: the binarized greedy distillation by the demo verifier (default $RUNS/multi30k/distilled/bin, recipes/distill.sh
-with the demo verifier as TEACHER; for the pair shipped on 2026-12-02: $RUNS/v3/greedy/bin or $RUNS/v5/greedy/bin); TRAIN_SECONDS: stop (and score both) after that many seconds of training even before UPDATES;
+with the demo verifier as TEACHER; for the pair shipped on 2026-12-02: $RUNS/v3/greedy/bin or $RUNS/v5/greedy/bin);
+TRAIN_SECONDS: stop (and score both) after that many seconds of training even before UPDATES;
 PROJECTION_LR: W's learning rate (the drafter's own: 1e-4); KL_WEIGHT: the kl arm's weight (default 0.5);
 THREADS: torch threads (default 1); BF16=1: train under CPU bfloat16 autocast (what ``--cpu-autocast bf16`` does);
-SAVE_PREFIX: after each evaluation save each arm's weights to SAVE_PREFIX<arm>.pt (state dict, ``feature_proj`` included);
+SAVE_PREFIX: after each evaluation save each arm's weights to SAVE_PREFIX<arm>.pt (state dict, with ``feature_proj``);
 INIT=verifier: start every arm over (the recipe's start: decoder layers, final layer norm and positions from the
 verifier's first layers; the shared frozen encoder and embeddings are the verifier's already) instead of from the
 shipped drafter; LR (default 1e-4) and WARMUP (default 0: none): the drafter's peak learning rate and fairseq's
@@ -56,9 +57,12 @@ projection_lr = float(os.environ.get("PROJECTION_LR", "1e-4"))  # 1e-3: Adam's f
 arm_names = os.environ.get("ARMS", "plain,feature").split(",")
 kl_weight = float(os.environ.get("KL_WEIGHT", "0.5"))
 save_prefix = os.environ.get("SAVE_PREFIX")
+if os.environ.get("INIT", "drafter") not in ("drafter", "verifier"):
+    sys.exit(f"INIT={os.environ['INIT']}: use drafter (the shipped drafter, the default) or verifier (start over)")
 start_over = os.environ.get("INIT", "drafter") == "verifier"
 peak_lr, warmup = float(os.environ.get("LR", "1e-4")), int(os.environ.get("WARMUP", "0"))
-autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if os.environ.get("BF16") == "1" else contextlib.nullcontext
+bfloat16 = os.environ.get("BF16") == "1"
+autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if bfloat16 else contextlib.nullcontext
 
 
 def load():

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The shipped drafter fine-tuned on the shipped verifier's greedy translations of 3.3x as many substituted sources (404,777 pairs against 142,558)
-# (session of 2026-12-02, fourth; no GPU lent). More sources were the one drafter remedy that rose on this CPU
-# (docs/results.md: 57,543 -> 197,263 -> 404,777 sources for the first verifier); the shipped drafter learnt 142,558
-# (29,000 + 113,558 substituted).
+# The shipped drafter fine-tuned on the shipped verifier's greedy translations of 3.3x as many substituted sources
+# (404,777 pairs against 142,558; session of 2026-12-02, fourth; no GPU lent). More sources were the one drafter
+# remedy that rose on this CPU (docs/results.md: 57,543 -> 197,263 -> 404,777 sources for the first verifier); the
+# shipped drafter learnt 142,558 (29,000 + 113,558 substituted).
 # Resumable: every step is skipped when its output exists. Needs frozen_encoder_student.sh's outputs
 # ($RUNS/v3: the shipped pair's training translations and its drafter D3.pt).
 #
