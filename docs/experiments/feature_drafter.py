@@ -10,7 +10,11 @@ distillation (glancing loss, ratio 0.3, Adam), the arms named in ARMS (default p
            starts exactly at the shipped drafter;
   kl:      the shipped drafter, its loss (1 - KL_WEIGHT) * the glancing loss + KL_WEIGHT * KL(verifier || drafter)
            at the same block positions: the verifier's whole next-token distribution after the greedy prefix
-           (teacher-forced) as a soft target instead of its argmax alone.
+           (teacher-forced) as a soft target instead of its argmax alone;
+  grown:   the shipped drafter with a third decoder layer on top, a copy of the verifier's third, gated as
+           x + g (layer(x) - x) with g a learned scalar starting at GATE_INIT (default 0: ReZero, this arm starts
+           exactly at the shipped drafter; 1: no gate, a plain 3-layer drafter, which the product can load as it is);
+           the new layer and g learn at GROW_LR (default 3e-4).
 Every EVAL updates all arms are scored by ``simulate_specdec`` (lossless SpecDec's tokens per iteration at
 k = 10 against the verifier's greedy translations of the valid set: a count, not a timing).
 
@@ -56,6 +60,8 @@ seconds = float(os.environ.get("TRAIN_SECONDS", "inf"))
 projection_lr = float(os.environ.get("PROJECTION_LR", "1e-4"))  # 1e-3: Adam's first step alone cost 0.024 (CPU run)
 arm_names = os.environ.get("ARMS", "plain,feature").split(",")
 kl_weight = float(os.environ.get("KL_WEIGHT", "0.5"))
+grow_lr = float(os.environ.get("GROW_LR", "3e-4"))
+gate_init = float(os.environ.get("GATE_INIT", "0"))
 save_prefix = os.environ.get("SAVE_PREFIX")
 if os.environ.get("INIT", "drafter") not in ("drafter", "verifier"):
     sys.exit(f"INIT={os.environ['INIT']}: use drafter (the shipped drafter, the default) or verifier (start over)")
@@ -73,6 +79,7 @@ def load():
 
 task, verifier, first = load()
 arms = {arm_names[0]: first, **{name: load()[2] for name in arm_names[1:]}}
+shipped_layers = len(first.decoder.layers)
 if start_over:
     verifier_weights = {name: tensor.detach().cpu() for name, tensor in verifier.state_dict().items()}
     for model in arms.values():
@@ -80,6 +87,24 @@ if start_over:
 for p in verifier.parameters():
     p.requires_grad_(False)
 verifier.eval()
+if "grown" in arms:
+    import copy
+
+    class GatedLayer(torch.nn.Module):
+        """``layer`` blended in by a learned scalar: x + g (layer(x) - x), g = 0 at the start."""
+
+        def __init__(self, layer):
+            super().__init__()
+            self.layer, self.gate = layer, torch.nn.Parameter(torch.tensor(gate_init))
+
+        def forward(self, x, *args, **kwargs):
+            y, attn, state = self.layer(x, *args, **kwargs)
+            return x + self.gate * (y - x), attn, state
+
+    grown_decoder = arms["grown"].decoder
+    third = copy.deepcopy(verifier.decoder.layers[2]).requires_grad_(True)
+    grown_decoder.layers.append((third if gate_init == 1 else GatedLayer(third)).to(device))
+    grown_decoder.num_layers = len(grown_decoder.layers)
 if "feature" in arms:
     feature = arms["feature"]
     dim_v, dim_d = verifier.decoder.output_projection.weight.size(1), feature.decoder.embed_tokens.weight.size(1)
@@ -113,7 +138,7 @@ def embed_block(self, tokens, prefix_lengths, query_start, encoder_out):
 
 BlockDrafterDecoder.embed_block = embed_block
 datasets = {split: load_langpair_dataset(data, split, "en", task.source_dictionary, "de", task.target_dictionary,
-                                         combine=False, dataset_impl=None, upsample_primary=1,
+                                         combine=split == "train", dataset_impl=None, upsample_primary=1,
                                          left_pad_source=True, left_pad_target=False, max_source_positions=1000,
                                          max_target_positions=1000)
             for split in ("train", "valid")}
@@ -128,9 +153,13 @@ def batches(split, epoch, shuffle):
 criterion = GlancingBlockLoss(task, 0.1, 0.3, 0.3, 0, 1, 0)
 optimizers = {}
 for name, model in arms.items():
+    new_layer = f"decoder.layers.{shipped_layers}."
     projection = [p for n, p in model.named_parameters() if n.startswith("decoder.feature_proj")]
-    rest = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("decoder.feature_proj")]
-    groups = [{"params": rest, "lr": peak_lr}] + ([{"params": projection, "lr": projection_lr}] if projection else [])
+    grown = [p for n, p in model.named_parameters() if n.startswith(new_layer)]
+    rest = [p for n, p in model.named_parameters()
+            if p.requires_grad and not n.startswith("decoder.feature_proj") and not n.startswith(new_layer)]
+    groups = ([{"params": rest, "lr": peak_lr}] + ([{"params": projection, "lr": projection_lr}] if projection else [])
+              + ([{"params": grown, "lr": grow_lr}] if grown else []))
     optimizers[name] = torch.optim.Adam(groups, betas=(0.9, 0.98))
 schedulers = {name: torch.optim.lr_scheduler.LambdaLR(
     optimizer, lambda step: 1.0 if warmup == 0 else min((step + 1) / warmup, (warmup / (step + 1)) ** 0.5))
