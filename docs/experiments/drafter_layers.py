@@ -3,9 +3,13 @@
 
     python docs/experiments/drafter_layers.py cut IN OUT LAYER   # keep decoder layer LAYER (0-based) alone
     python docs/experiments/drafter_layers.py widen IN OUT       # every decoder feed-forward layer twice as wide
+    python docs/experiments/drafter_layers.py grow IN OUT VERIFIER [WEIGHTS]  # one decoder layer more, on top
 
 ``widen`` is function-preserving (Net2Net): the hidden units are duplicated (the copies' input weights nudged by
-noise of scale 1e-3 so that they can part) and the output weights halved.  The optimizer state is dropped.
+noise of scale 1e-3 so that they can part) and the output weights halved.  ``grow`` puts a copy of VERIFIER's decoder
+layer of the next index on top (a 2-layer drafter gets the verifier's third), not function-preserving; WEIGHTS: a
+state dict of that shape to put in instead (``feature_drafter.py``'s ``grown`` arm with ``GATE_INIT=1``, saved by
+its ``SAVE_PREFIX``), cast to the checkpoint's dtype.  The optimizer state is dropped.
 Score the result with ``drafter_weight_average.py NAME=OUT``.
 """
 import sys
@@ -54,6 +58,25 @@ def widen(checkpoint):
     checkpoint.pop("last_optimizer_state", None)
 
 
+def grow(checkpoint, verifier, weights=None):
+    """One decoder layer more on top: the verifier's decoder layer of that index (or ``weights``, a whole state dict)."""
+    model = checkpoint["model"]
+    layers = 1 + max(int(key.split(".")[2]) for key in model if key.startswith("decoder.layers."))
+    prefix = f"decoder.layers.{layers}."
+    added = {key: value for key, value in verifier["model"].items() if key.startswith(prefix)}
+    if not added:
+        raise SystemExit(f"the verifier has no decoder layer {layers} to copy")
+    dtype = next(iter(model.values())).dtype
+    model.update({key: value.to(dtype) for key, value in added.items()})
+    if weights is not None:
+        if weights.keys() != model.keys():
+            raise SystemExit(f"the weights' keys differ from a {layers + 1}-layer drafter's: "
+                             f"{sorted(weights.keys() ^ model.keys())[:4]}")
+        model.update({key: value.to(model[key].dtype) for key, value in weights.items()})
+    set_model_option(checkpoint, "decoder_layers", layers + 1)
+    checkpoint.pop("last_optimizer_state", None)
+
+
 def main(argv):
     action, source, target = argv[:3]
     checkpoint = torch.load(source, map_location="cpu", weights_only=False)
@@ -61,8 +84,12 @@ def main(argv):
         cut(checkpoint, int(argv[3]))
     elif action == "widen":
         widen(checkpoint)
+    elif action == "grow":
+        verifier = torch.load(argv[3], map_location="cpu", weights_only=False)
+        weights = torch.load(argv[4], map_location="cpu") if len(argv) > 4 else None
+        grow(checkpoint, verifier, weights)
     else:
-        raise SystemExit(f"unknown action {action!r}: cut or widen")
+        raise SystemExit(f"unknown action {action!r}: cut, widen or grow")
     torch.save(checkpoint, target)
 
 
