@@ -91,7 +91,7 @@ if "grown" in arms:
     import copy
 
     class GatedLayer(torch.nn.Module):
-        """``layer`` blended in by a learned scalar: x + g (layer(x) - x), g = 0 at the start."""
+        """``layer`` blended in by a learned scalar: x + g (layer(x) - x), g = GATE_INIT at the start."""
 
         def __init__(self, layer):
             super().__init__()
@@ -152,8 +152,8 @@ def batches(split, epoch, shuffle):
 
 criterion = GlancingBlockLoss(task, 0.1, 0.3, 0.3, 0, 1, 0)
 optimizers = {}
+new_layer = f"decoder.layers.{shipped_layers}."  # the grown arm's added layer
 for name, model in arms.items():
-    new_layer = f"decoder.layers.{shipped_layers}."
     projection = [p for n, p in model.named_parameters() if n.startswith("decoder.feature_proj")]
     grown = [p for n, p in model.named_parameters() if n.startswith(new_layer)]
     rest = [p for n, p in model.named_parameters()
