@@ -11,7 +11,8 @@ distillation (glancing loss, ratio 0.3, Adam), the arms named in ARMS (default p
   kl:      the shipped drafter, its loss (1 - KL_WEIGHT) * the glancing loss + KL_WEIGHT * KL(verifier || drafter)
            at the same block positions: the verifier's whole next-token distribution after the greedy prefix
            (teacher-forced) as a soft target instead of its argmax alone;
-  grown:   the shipped drafter with a third decoder layer on top, a copy of the verifier's third, gated as
+  grown:   the shipped drafter with one decoder layer more on top, a copy of the verifier's layer of that index (for
+           the 2-layer drafter its third; what ``drafter_layers.py grow`` builds), gated as
            x + g (layer(x) - x) with g a learned scalar starting at GATE_INIT (default 0: ReZero, this arm starts
            exactly at the shipped drafter; 1: no gate, a plain 3-layer drafter, which the product can load as it is);
            the new layer and g learn at GROW_LR (default 3e-4).
@@ -102,8 +103,8 @@ if "grown" in arms:
             return x + self.gate * (y - x), attn, state
 
     grown_decoder = arms["grown"].decoder
-    third = copy.deepcopy(verifier.decoder.layers[2]).requires_grad_(True)
-    grown_decoder.layers.append((third if gate_init == 1 else GatedLayer(third)).to(device))
+    added = copy.deepcopy(verifier.decoder.layers[shipped_layers]).requires_grad_(True)  # as drafter_layers.py grow
+    grown_decoder.layers.append((added if gate_init == 1 else GatedLayer(added)).to(device))
     grown_decoder.num_layers = len(grown_decoder.layers)
 if "feature" in arms:
     feature = arms["feature"]
