@@ -58,3 +58,18 @@ def test_cli_errors_are_one_line(tmp_path):
                              "--out", str(tmp_path / "x.png")], capture_output=True, text=True)
     assert result.returncode != 0
     assert result.stderr.strip().splitlines() == [f"plot_validation: error: {tmp_path / 'nope.log'}: no such log file"]
+
+
+def test_long_titles_and_labels_stay_inside_the_figure(tmp_path):
+    """A title or curve label longer than the figure is wide is wrapped, not cut off at the figure's edge."""
+    from fairseq_plugins.scripts.plot_validation import figure
+
+    long = "the demo drafter fine-tuned on the student verifier's greedy output (2 CPU cores, bfloat16 autocast)"
+    curves = {long: [(1, 140, 3.5), (2, 280, 3.9)], "short": [(1, 140, 3.6), (2, 280, 3.8)]}
+    fig = figure(curves, "spec_tokens_per_iter", title="the shipped drafter against the student verifier: " + long)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    for artist in (ax.title, ax.get_legend()):
+        box = artist.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.bbox.x1 and box.y1 <= fig.bbox.y1, artist

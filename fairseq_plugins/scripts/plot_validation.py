@@ -9,6 +9,7 @@ trainings append new logs) are given in order with the same ``--label``.
 """
 import argparse
 import re
+import textwrap
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -51,7 +52,12 @@ def collect(logs: List[str], labels: List[str], metric: str) -> Dict[str, List[T
     return {label: sorted(points.values(), key=lambda p: p[1]) for label, points in curves.items()}
 
 
-def plot(curves, metric: str, out: str, title: str = ""):
+TITLE_WIDTH, LABEL_WIDTH = 70, 55  # characters a line of the title / of a curve's label holds at figsize (6, 3.6)
+
+
+def figure(curves, metric: str, title: str = ""):
+    """The matplotlib figure of ``curves`` (label -> (epoch, updates, value) points); a long title or label is
+    wrapped onto more lines (the figure grows to hold them) instead of running past the figure's edge."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -59,15 +65,23 @@ def plot(curves, metric: str, out: str, title: str = ""):
 
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for label, points in curves.items():
-        ax.plot([p[1] for p in points], [p[2] for p in points], marker="o", markersize=3, label=label)
+        ax.plot([p[1] for p in points], [p[2] for p in points], marker="o", markersize=3,
+                label=textwrap.fill(label, LABEL_WIDTH))
     ax.set_xlabel("updates")
     ax.set_ylabel(f"valid {metric}")
     if title:
-        ax.set_title(title)
+        ax.set_title(textwrap.fill(title, TITLE_WIDTH), fontsize="medium")
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    return fig
+
+
+def plot(curves, metric: str, out: str, title: str = ""):
+    import matplotlib.pyplot as plt
+
+    fig = figure(curves, metric, title)
+    fig.savefig(out, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
