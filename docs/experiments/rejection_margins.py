@@ -1,0 +1,100 @@
+"""Where the shipped drafter's drafts fail: how sure was the verifier there?  (issue 12: 4.5 tokens per iteration)
+
+Lossless SpecDec, batch 1, every iteration drafted, the demo pair, the first N sentences of a Multi30k split.  For
+every drafted position the verifier judged (the accepted ones and the first rejected one of each iteration) it
+records the verifier's probability of its own greedy choice there and the rank of the drafted token in the
+verifier's distribution, then prints, for accepted and for rejected positions, how the verifier's top-1 probability
+is spread, and for the rejected ones how often the drafted token was the verifier's second choice and how close it
+came.  If the rejections fall where the verifier itself hesitates, a better drafter must guess the verifier's
+near-ties, not learn more of the language.
+
+    RUNS=... python docs/experiments/rejection_margins.py [N] [SPLIT]
+
+Reads $RUNS/multi30k/bin and the raw sources $RUNS/m30raw/SPLIT.en (default: all of test, i.e. test2016).
+"""
+import math
+import os
+import statistics
+import sys
+
+import torch
+
+torch.set_num_threads(1)
+from fairseq_plugins.api import Translator
+
+RUNS = os.environ.get("RUNS", "../runs")
+BINS = (0.5, 0.7, 0.9, 1.01)  # upper edges of the verifier's top-1 probability bins
+
+
+def judged_positions(drafts, choices, lprobs):
+    """(accepted, first rejected or None) for one row: (top-1 probability, probability of the draft, rank of the
+    draft) at the drafted positions the verifier judged, the rejected one with its position in the block (0-based).  drafts (k,), choices (k+1,), lprobs (k+1, V)."""
+    accepted, rejected = [], None
+    for j in range(drafts.size(0)):
+        probs = lprobs[j].exp()
+        top, drafted = float(probs[choices[j]]), float(probs[drafts[j]])
+        rank = int((probs > probs[drafts[j]]).sum())  # 0: the verifier's own choice
+        if int(drafts[j]) == int(choices[j]):
+            accepted.append((top, drafted, rank))
+        else:
+            rejected = (top, drafted, rank, j)
+            break
+    return accepted, rejected
+
+
+def spread(values):
+    """Share of ``values`` in each bin of BINS, as text."""
+    low, parts = 0.0, []
+    for high in BINS:
+        share = sum(low <= v < high for v in values) / max(1, len(values))
+        parts.append(f"[{low:.1f}, {min(high, 1.0):.1f}{']' if high > 1 else ')'} {share:.0%}")
+        low = high
+    return ", ".join(parts)
+
+
+def main(n: int, split: str):
+    sources = [line.strip() for line in open(f"{RUNS}/m30raw/{split}.en")][:n]
+    translator = Translator.load("checkpoints/demo/verifier.pt", f"{RUNS}/multi30k/bin",
+                                 drafter="checkpoints/demo/drafter.pt", decoding="specdec", source_lang="en",
+                                 target_lang="de", sentencepiece_model="checkpoints/demo/sentencepiece.model",
+                                 draft_length="fixed", max_len_a=1.2, max_len_b=10)
+    generator = translator.generator
+    accepted, rejected = [], []
+    assemble = generator._assemble
+
+    def recording_assemble(state, drafts, n_accepted, cums, choices, choice_cums, lprobs, hidden):
+        for row in range(drafts.size(0)):
+            ok, failed = judged_positions(drafts[row], choices[row], lprobs[row])
+            accepted.extend(ok)
+            rejected.extend([failed] if failed is not None else [])
+        return assemble(state, drafts, n_accepted, cums, choices, choice_cums, lprobs, hidden)
+
+    generator._assemble = recording_assemble
+    translator.translate(sources)
+    iterations = sum(generator.stats.iterations)
+    print(f"{len(sources)} {split} sentences, {iterations} iterations: {len(accepted)} drafted tokens accepted, "
+          f"{len(rejected)} rejected (the first rejection of an iteration; the rest of its draft is not judged)")
+    print(f"verifier's top-1 probability where a draft passed: median {statistics.median(t for t, _, _ in accepted):.3f}; "
+          + spread([t for t, _, _ in accepted]))
+    print(f"verifier's top-1 probability where a draft failed: median {statistics.median(t for t, _, _, _ in rejected):.3f}; "
+          + spread([t for t, _, _, _ in rejected]))
+    second = sum(rank == 1 for _, _, rank, _ in rejected) / len(rejected)
+    within_tau = sum(math.log(drafted) >= math.log(top) - 1 for top, drafted, _, _ in rejected) / len(rejected)
+    print(f"failed drafts: the verifier's 2nd choice {second:.0%}; within 1 of its choice in log-probability (what "
+          f"SpecDec++'s tau 1 tolerates) {within_tau:.0%}; median probability of the failed draft "
+          f"{statistics.median(d for _, d, _, _ in rejected):.3f}")
+    for name, where in (("the block's first position", lambda j: j == 0), ("a later position", lambda j: j > 0)):
+        failed = [r for r in rejected if where(r[3])]
+        print(f"failed at {name}: {len(failed)}, the verifier's 2nd choice {sum(r[2] == 1 for r in failed) / len(failed):.0%}, "
+              f"median probability of the failed draft {statistics.median(r[1] for r in failed):.3f}, of the verifier's "
+              f"choice {statistics.median(r[0] for r in failed):.3f}")
+    low = 0.0
+    for high in BINS:
+        passed = sum(low <= t < high for t, _, _ in accepted)
+        failed = sum(low <= t < high for t, _, _, _ in rejected)
+        print(f"verifier's top-1 in [{low:.1f}, {min(high, 1.0):.1f}{']' if high > 1 else ')'}: {passed + failed} judged "
+              f"drafts, {passed / max(1, passed + failed):.0%} passed")
+        low = high
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 10 ** 6, sys.argv[2] if len(sys.argv) > 2 else "test")
