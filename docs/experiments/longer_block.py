@@ -18,17 +18,15 @@ import sys
 import torch
 
 torch.set_num_threads(1)
-from fairseq_plugins.api import Translator
+import demo_pair  # docs/experiments/demo_pair.py (the script's own folder is on sys.path)
 
-RUNS = os.environ.get("RUNS", "../runs")
+RUNS = demo_pair.RUNS
 
 
 def main(k: int, n: int, split: str, drafter: str):
-    sources = [line.strip() for line in open(f"{RUNS}/m30raw/{split}.en")][:n]
-    translator = Translator.load("checkpoints/demo/verifier.pt", f"{RUNS}/multi30k/bin", drafter=drafter,
-                                 decoding="specdec", source_lang="en", target_lang="de",
-                                 sentencepiece_model="checkpoints/demo/sentencepiece.model", draft_length="fixed",
-                                 max_len_a=1.2, max_len_b=10)
+    sources = demo_pair.raw_sentences(n, split)
+    translator = demo_pair.load(drafter=drafter, draft_length="fixed",
+                                sentencepiece_model="checkpoints/demo/sentencepiece.model")
     generator = translator.generator
     generator.drafter.model.decoder.block_size = k  # the queries the drafter runs (trained: 10)
     generator.cfg.block_size = k

@@ -13,16 +13,13 @@ near-ties, not learn more of the language.
 Reads $RUNS/multi30k/bin and the raw sources $RUNS/m30raw/SPLIT.en (default: all of test, i.e. test2016).
 """
 import math
-import os
 import statistics
 import sys
 
 import torch
 
 torch.set_num_threads(1)
-from fairseq_plugins.api import Translator
-
-RUNS = os.environ.get("RUNS", "../runs")
+import demo_pair  # docs/experiments/demo_pair.py (the script's own folder is on sys.path)
 BINS = (0.5, 0.7, 0.9, 1.01)  # upper edges of the verifier's top-1 probability bins
 
 
@@ -53,11 +50,8 @@ def spread(values):
 
 
 def main(n: int, split: str):
-    sources = [line.strip() for line in open(f"{RUNS}/m30raw/{split}.en")][:n]
-    translator = Translator.load("checkpoints/demo/verifier.pt", f"{RUNS}/multi30k/bin",
-                                 drafter="checkpoints/demo/drafter.pt", decoding="specdec", source_lang="en",
-                                 target_lang="de", sentencepiece_model="checkpoints/demo/sentencepiece.model",
-                                 draft_length="fixed", max_len_a=1.2, max_len_b=10)
+    sources = demo_pair.raw_sentences(n, split)
+    translator = demo_pair.load(draft_length="fixed", sentencepiece_model="checkpoints/demo/sentencepiece.model")
     generator = translator.generator
     accepted, rejected = [], []
     assemble = generator._assemble
