@@ -20,12 +20,14 @@ import torch
 
 torch.set_num_threads(1)
 import demo_pair  # docs/experiments/demo_pair.py (the script's own folder is on sys.path)
+
 BINS = (0.5, 0.7, 0.9, 1.01)  # upper edges of the verifier's top-1 probability bins
 
 
 def judged_positions(drafts, choices, lprobs):
-    """(accepted, first rejected or None) for one row: (top-1 probability, probability of the draft, rank of the
-    draft) at the drafted positions the verifier judged, the rejected one with its position in the block (0-based).  drafts (k,), choices (k+1,), lprobs (k+1, V)."""
+    """(accepted, first rejected or None) for one row, drafts (k,), choices (k+1,), lprobs (k+1, V): (the verifier's
+    probability of its choice, of the draft, the draft's rank) at each drafted position the verifier judged; the
+    rejected one also with its position in the block (0-based)."""
     accepted, rejected = [], None
     for j in range(drafts.size(0)):
         probs = lprobs[j].exp()
@@ -39,14 +41,16 @@ def judged_positions(drafts, choices, lprobs):
     return accepted, rejected
 
 
+def bins():
+    """(label, low, high) of each probability bin of BINS."""
+    lows = (0.0,) + BINS[:-1]
+    return [(f"[{low:.1f}, {min(high, 1.0):.1f}{']' if high > 1 else ')'}", low, high) for low, high in zip(lows, BINS)]
+
+
 def spread(values):
     """Share of ``values`` in each bin of BINS, as text."""
-    low, parts = 0.0, []
-    for high in BINS:
-        share = sum(low <= v < high for v in values) / max(1, len(values))
-        parts.append(f"[{low:.1f}, {min(high, 1.0):.1f}{']' if high > 1 else ')'} {share:.0%}")
-        low = high
-    return ", ".join(parts)
+    return ", ".join(f"{label} {sum(low <= v < high for v in values) / max(1, len(values)):.0%}"
+                     for label, low, high in bins())
 
 
 def main(n: int, split: str):
@@ -82,13 +86,10 @@ def main(n: int, split: str):
         print(f"failed at {name}: {len(failed)}, the verifier's 2nd choice {sum(r[2] == 1 for r in failed) / len(failed):.0%}, "
               f"median probability of the failed draft {statistics.median(r[1] for r in failed):.3f}, of the verifier's "
               f"choice {statistics.median(r[0] for r in failed):.3f}")
-    low = 0.0
-    for high in BINS:
+    for label, low, high in bins():
         passed = sum(low <= t < high for t, _, _ in accepted)
         failed = sum(low <= t < high for t, _, _, _ in rejected)
-        print(f"verifier's top-1 in [{low:.1f}, {min(high, 1.0):.1f}{']' if high > 1 else ')'}: {passed + failed} judged "
-              f"drafts, {passed / max(1, passed + failed):.0%} passed")
-        low = high
+        print(f"verifier's top-1 in {label}: {passed + failed} judged drafts, {passed / max(1, passed + failed):.0%} passed")
 
 if __name__ == "__main__":
     main(int(sys.argv[1]) if len(sys.argv) > 1 else 10 ** 6, sys.argv[2] if len(sys.argv) > 2 else "test")
