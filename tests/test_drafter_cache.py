@@ -141,7 +141,7 @@ def test_only_new_prefix_tokens_and_queries_are_fed(fast):
     cache = DrafterCache(model.decoder, loop.encoder_out, 2, fast=fast)
     if fast:
         forward = cache.layers.forward
-        cache.layers.forward = lambda x, *args: fed.append(x.size(0)) or forward(x, *args)
+        cache.layers.forward = lambda x, *args, **kwargs: fed.append(x.size(0)) or forward(x, *args, **kwargs)
     else:
         model.decoder.layers[0].register_forward_pre_hook(lambda module, args: fed.append(args[0].size(0)))
     cache.propose_log_probs(loop.tokens, loop.lengths, 2)
@@ -150,6 +150,22 @@ def test_only_new_prefix_tokens_and_queries_are_fed(fast):
     loop.grow([1, 2])
     cache.propose_log_probs(loop.tokens, loop.lengths, 2)
     assert fed == [1 + 4, 3 + 4, 2 + 4]  # longest new part of a row + the 4 queries
+
+
+def test_the_last_layer_runs_the_prefix_tokens_for_keys_and_values_only():
+    """The new prefix tokens' output of the last layer is read by nobody: their keys and values are cached, the
+    rest of that layer runs for the queries alone, and the proposals equal the uncached drafter's."""
+    model = sharp_drafter(0, block_size=4)
+    loop = Loop(model, [5, 3], seed=0)
+    cache = DrafterCache(model.decoder, loop.encoder_out, 2, fast=True)
+    last = cache.layers.layers[-1]
+    rows = []
+    forward = last.forward
+    last.forward = lambda x, *args: rows.append((x.size(0), forward(x, *args).size(0))) or forward(x, *args)
+    loop.grow([3, 1])
+    cached = cache.propose_log_probs(loop.tokens, loop.lengths, 4)
+    assert rows == [(4 + 4, 4)]  # in: the longest row's 4 prefix tokens (eos + 3) and the 4 queries; out: the queries
+    torch.testing.assert_close(cached, loop.uncached(4), atol=2e-6, rtol=0)
 
 
 def test_bidirectional_prefix_is_refused():

@@ -453,11 +453,14 @@ class FastLayer:
             self.encoder_key = self.encoder_key.index_select(0, rows)
             self.encoder_value = self.encoder_value.index_select(0, rows)
 
-    def self_attention(self, x: Tensor, write, length: int, visible: Optional[Tensor]) -> Tensor:
-        """x (m, B, C); ``write(buffer, new)`` stores new (B, H, m, d) at each row's slots."""
+    def self_attention(self, x: Tensor, write, length: int, visible: Optional[Tensor], first_out: int = 0) -> Tensor:
+        """x (m, B, C) -> (m - first_out, B, C): the attention output of the block's tokens from ``first_out`` on;
+        ``write(buffer, new)`` stores the keys and values (B, H, m, d) of all m at each row's slots."""
         w = self.weights
         for buffer, projection in ((self.key, w.self_k), (self.value, w.self_v)):
             write(buffer, split_heads(projection(x), w.heads, w.head_dim))
+        if first_out:
+            x, visible = x[first_out:], None if visible is None else visible[..., first_out:, :]
         q = split_heads(w.self_q(x), w.heads, w.head_dim)
         out = attend(q, self.key[:, :, :length], self.value[:, :, :length], visible, w.scaling)
         return w.self_out(out)
@@ -467,12 +470,13 @@ class FastLayer:
         q = split_heads(w.encoder_q(x), w.heads, w.head_dim)
         return w.encoder_out(attend(q, self.encoder_key, self.encoder_value, encoder_visible, w.scaling))
 
-    def forward(self, x: Tensor, write, length: int, self_visible, encoder_visible) -> Tensor:
-        """fairseq's ``TransformerDecoderLayerBase.forward`` at inference, x (m, B, C)."""
+    def forward(self, x: Tensor, write, length: int, self_visible, encoder_visible, first_out: int = 0) -> Tensor:
+        """fairseq's ``TransformerDecoderLayerBase.forward`` at inference, x (m, B, C) -> (m - first_out, B, C):
+        every token's keys and values are cached, the output is computed for the tokens from ``first_out`` on."""
         w = self.weights
         pre = w.normalize_before
-        residual = x
-        x = residual + self.self_attention(w.self_norm(x) if pre else x, write, length, self_visible)
+        residual = x[first_out:]
+        x = residual + self.self_attention(w.self_norm(x) if pre else x, write, length, self_visible, first_out)
         if not pre:
             x = w.self_norm(x)
         if self.encoder_key is not None:
@@ -506,9 +510,10 @@ class FastDecoderLayers:
             self.encoder_visible = ~masks[0].to(torch.bool)[:, None, None, :]
 
     def forward(self, x: Tensor, valid: Tensor, low: int, high: int, block_visible: Optional[Tensor] = None,
-                block_padding: Optional[Tensor] = None) -> Tensor:
+                block_padding: Optional[Tensor] = None, outputs: int = 0) -> Tensor:
         """x (m, B, C) at steps valid[i] + j; every row has between ``low`` and ``high``
-        cached tokens. Returns (m, B, C).
+        cached tokens. Returns (m, B, C), or with ``outputs`` > 0 the last layer's output of the block's last
+        ``outputs`` tokens only (outputs, B, C): the others' keys and values are cached all the same.
 
         Inside the block, token j sees token b <= j (causal) or, given ``block_visible``
         ((m, m) bool), where ``block_visible[j, b]`` unless ``block_padding[i, b]`` ((B, m) bool
@@ -526,8 +531,9 @@ class FastDecoderLayers:
             visible = self._uniform_visible(low, m, x.device)
         else:
             visible = self._ragged_visible(valid, length, m)
-        for layer in self.layers:
-            x = layer.forward(x, write, length, visible, self.encoder_visible)
+        last = len(self.layers) - 1
+        for i, layer in enumerate(self.layers):
+            x = layer.forward(x, write, length, visible, self.encoder_visible, m - outputs if outputs and i == last else 0)
         return x
 
     @staticmethod

@@ -8,7 +8,8 @@ proposal.  :class:`DrafterCache` feeds, per proposal, one block through the deco
     columns 0 .. M-1      each row's new prefix tokens tokens[fed_i:length_i], right-padded
     columns M .. M+Q-1    the Q mask queries (``n_queries``, as the uncached forward runs)
 
-through the decoder layers, then keeps only the new prefix tokens.  A query's input depends on
+through the decoder layers, then keeps only the new prefix tokens.  The last layer computes the new prefix
+tokens' keys and values only: their output there is read by nobody (only the queries reach the output layer).  A query's input depends on
 the source and its target position only (the mask symbol or the soft copy, plus its position
 embedding), so the queries' embeddings are computed once per batch for every target position
 (``QueryTable``) and each proposal gathers its rows'.  Two implementations
@@ -232,15 +233,16 @@ class DrafterCache:
         x = x.transpose(0, 1)  # (M+Q, B, C)
         if self.layers is not None:
             visible = self._block_visible(n_prefix, n_queries, x.device)
-            x = self.layers.forward(x, self.fed, int(self.fed.min()), self.length, visible, key_padding)
+            queries = self.layers.forward(x, self.fed, int(self.fed.min()), self.length, visible, key_padding,
+                                          outputs=n_queries)  # the prefix tokens' last layer: keys and values only
             self.fed = self.fed + n_new  # the queries and pads after them are overwritten next time
             self.length = longest
         else:
-            x = self._fairseq_layers(x, n_prefix, n_queries, key_padding)
+            queries = self._fairseq_layers(x, n_prefix, n_queries, key_padding)[n_prefix:]
             self._keep_new_prefix(n_new, n_prefix + n_queries)
         if self.check_prefix:
             self.tokens = tokens[:, :longest].clone()
-        return self._logits(x[n_prefix:n_prefix + k])
+        return self._logits(queries[:k])
 
     def _fairseq_layers(self, x: Tensor, n_prefix: int, n_queries: int, key_padding: Optional[Tensor]) -> Tensor:
         """The fallback: fairseq's own layers on its ``incremental_state``, x (M+Q, B, C)."""
