@@ -161,7 +161,12 @@ def test_the_last_layer_runs_the_prefix_tokens_for_keys_and_values_only():
     last = cache.layers.layers[-1]
     rows = []
     forward = last.forward
-    last.forward = lambda x, *args: rows.append((x.size(0), forward(x, *args).size(0))) or forward(x, *args)
+
+    def counting_forward(x, *args):
+        out = forward(x, *args)
+        rows.append((x.size(0), out.size(0)))
+        return out
+    last.forward = counting_forward
     loop.grow([3, 1])
     cached = cache.propose_log_probs(loop.tokens, loop.lengths, 4)
     assert rows == [(4 + 4, 4)]  # in: the longest row's 4 prefix tokens (eos + 3) and the 4 queries; out: the queries

@@ -55,5 +55,6 @@ for round_ in range(rounds + 1):  # round 0 warms up
 layers_class.forward = queries_only
 base = names[0]
 for name in names:
-    print(f"{name}: {seconds[name]:.2f} s, {iterations[name]} iterations, "
-          f"{1e3 * seconds[name] / iterations[name]:.3f} ms per iteration, {seconds[name] / seconds[base]:.3f} of {base}")
+    per_iteration = 1e3 * seconds[name] / iterations[name]
+    print(f"{name}: {seconds[name]:.2f} s, {iterations[name]} iterations, {per_iteration:.3f} ms per iteration, "
+          f"{seconds[name] / seconds[base]:.3f} of {base}")

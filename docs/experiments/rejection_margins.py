@@ -72,10 +72,10 @@ def main(n: int, split: str):
     iterations = sum(generator.stats.iterations)
     print(f"{len(sources)} {split} sentences, {iterations} iterations: {len(accepted)} drafted tokens accepted, "
           f"{len(rejected)} rejected (the first rejection of an iteration; the rest of its draft is not judged)")
-    print(f"verifier's top-1 probability where a draft passed: median {statistics.median(t for t, _, _ in accepted):.3f}; "
-          + spread([t for t, _, _ in accepted]))
-    print(f"verifier's top-1 probability where a draft failed: median {statistics.median(t for t, _, _, _ in rejected):.3f}; "
-          + spread([t for t, _, _, _ in rejected]))
+    for outcome, records in (("passed", accepted), ("failed", rejected)):
+        tops = [record[0] for record in records]
+        print(f"verifier's top-1 probability where a draft {outcome}: median {statistics.median(tops):.3f}; "
+              + spread(tops))
     second = sum(rank == 1 for _, _, rank, _ in rejected) / len(rejected)
     within_tau = sum(math.log(drafted) >= math.log(top) - 1 for top, drafted, _, _ in rejected) / len(rejected)
     print(f"failed drafts: the verifier's 2nd choice {second:.0%}; within 1 of its choice in log-probability (what "
@@ -83,13 +83,14 @@ def main(n: int, split: str):
           f"{statistics.median(d for _, d, _, _ in rejected):.3f}")
     for name, where in (("the block's first position", lambda j: j == 0), ("a later position", lambda j: j > 0)):
         failed = [r for r in rejected if where(r[3])]
-        print(f"failed at {name}: {len(failed)}, the verifier's 2nd choice {sum(r[2] == 1 for r in failed) / len(failed):.0%}, "
-              f"median probability of the failed draft {statistics.median(r[1] for r in failed):.3f}, of the verifier's "
-              f"choice {statistics.median(r[0] for r in failed):.3f}")
+        second = sum(r[2] == 1 for r in failed) / len(failed)
+        print(f"failed at {name}: {len(failed)}, the verifier's 2nd choice {second:.0%}, median probability of the "
+              f"failed draft {statistics.median(r[1] for r in failed):.3f}, of the verifier's choice "
+              f"{statistics.median(r[0] for r in failed):.3f}")
     for label, low, high in bins():
         passed = sum(low <= t < high for t, _, _ in accepted)
-        failed = sum(low <= t < high for t, _, _, _ in rejected)
-        print(f"verifier's top-1 in {label}: {passed + failed} judged drafts, {passed / max(1, passed + failed):.0%} passed")
+        judged = passed + sum(low <= t < high for t, _, _, _ in rejected)
+        print(f"verifier's top-1 in {label}: {judged} judged drafts, {passed / max(1, judged):.0%} passed")
 
 if __name__ == "__main__":
     main(int(sys.argv[1]) if len(sys.argv) > 1 else 10 ** 6, sys.argv[2] if len(sys.argv) > 2 else "test")

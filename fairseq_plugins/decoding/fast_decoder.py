@@ -533,7 +533,8 @@ class FastDecoderLayers:
             visible = self._ragged_visible(valid, length, m)
         last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):
-            x = layer.forward(x, write, length, visible, self.encoder_visible, m - outputs if outputs and i == last else 0)
+            first_out = m - outputs if outputs and i == last else 0
+            x = layer.forward(x, write, length, visible, self.encoder_visible, first_out)
         return x
 
     @staticmethod

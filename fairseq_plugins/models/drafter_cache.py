@@ -9,9 +9,9 @@ proposal.  :class:`DrafterCache` feeds, per proposal, one block through the deco
     columns M .. M+Q-1    the Q mask queries (``n_queries``, as the uncached forward runs)
 
 through the decoder layers, then keeps only the new prefix tokens.  The last layer computes the new prefix
-tokens' keys and values only: their output there is read by nobody (only the queries reach the output layer).  A query's input depends on
-the source and its target position only (the mask symbol or the soft copy, plus its position
-embedding), so the queries' embeddings are computed once per batch for every target position
+tokens' keys and values only: their output there is read by nobody (only the queries reach the output layer).
+A query's input depends on the source and its target position only (the mask symbol or the soft copy, plus its
+position embedding), so the queries' embeddings are computed once per batch for every target position
 (``QueryTable``) and each proposal gathers its rows'.  Two implementations
 of the layers, same numbers (tests/test_drafter_cache.py):
 
