@@ -12,7 +12,6 @@ drafter's trained 10, of which the first is read; 1 is what a cached autoregress
 
     RUNS=... [QUERIES=1] python docs/experiments/autoregressive_drafts.py [N] [SPLIT]
 """
-import collections
 import os
 import sys
 
@@ -44,34 +43,13 @@ class AutoregressiveDrafter(BlockDrafter):
         return tokens[:, length:length + k]
 
 
-def decode(translator, sources, drafter):
-    """(translations, tokens per iteration, {position: (reached, passed)}) with ``drafter`` in the generator."""
-    generator = translator.generator
-    generator.drafter = drafter
-    generator.stats = type(generator.stats)()
-    reached, passed = collections.Counter(), collections.Counter()
-    assemble = generator._assemble
-
-    def counting_assemble(state, drafts, n_accepted, *rest):
-        for j in range(min(int(n_accepted[0]) + 1, drafts.size(1))):
-            reached[j] += 1
-            passed[j] += int(n_accepted[0]) > j
-        return assemble(state, drafts, n_accepted, *rest)
-
-    generator._assemble = counting_assemble
-    lines = translator.translate(sources)
-    generator._assemble = assemble
-    rate = {j: (reached[j], passed[j] / reached[j]) for j in sorted(reached)}
-    return lines, generator.stats.summary()["mean_accepted_per_iteration"], rate
-
-
 def main(n: int, split: str):
     sources = demo_pair.raw_sentences(n, split)
     translator = demo_pair.load(draft_length="fixed", sentencepiece_model="checkpoints/demo/sentencepiece.model")
     block = translator.generator.drafter
     queries = int(os.environ.get("QUERIES", block.model.decoder.block_size))
     autoregressive = AutoregressiveDrafter(block.model, queries, vocab_limit=block.vocab_limit)
-    results = {name: decode(translator, sources, drafter)
+    results = {name: demo_pair.decode_with(translator, sources, drafter)
                for name, drafter in (("block drafter", block), ("the same, autoregressive", autoregressive))}
     outputs = [lines for lines, _, _ in results.values()]
     assert outputs[0] == outputs[1], "the outputs differ: both must be greedy's"

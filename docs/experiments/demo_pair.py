@@ -1,5 +1,7 @@
-"""What the A/B scripts here share: the demo pair loaded as the README's harness runs it, and
-batch-1 samples of a Multi30k split (``$RUNS/multi30k``, see docs/results.md)."""
+"""What the A/B scripts here share: the demo pair loaded as the README's harness runs it,
+batch-1 samples of a Multi30k split (``$RUNS/multi30k``, see docs/results.md), and decoding
+with another drafter plugged into the loaded generator."""
+import collections
 import os
 
 import torch
@@ -37,3 +39,27 @@ def samples(translator: Translator, count: int, split: str = "valid"):
         src = inference.encode(translator.task.source_dictionary, line).unsqueeze(0)
         out.append({"net_input": {"src_tokens": src, "src_lengths": torch.tensor([src.numel()])}})
     return out
+
+
+def decode_with(translator: Translator, sources, drafter):
+    """Translate ``sources`` (raw text; the translator needs its sentencepiece model) with ``drafter`` in the
+    translator's generator, counting afresh: (translations, tokens per iteration, {block position j: (iterations that
+    reached it, share of them whose draft j passed)}).  The drafter stays plugged in."""
+    generator = translator.generator
+    generator.drafter, generator.stats = drafter, type(generator.stats)()
+    reached, passed = collections.Counter(), collections.Counter()
+    assemble = generator._assemble
+
+    def counting_assemble(state, drafts, n_accepted, *rest):
+        for j in range(min(int(n_accepted[0]) + 1, drafts.size(1))):
+            reached[j] += 1
+            passed[j] += int(n_accepted[0]) > j
+        return assemble(state, drafts, n_accepted, *rest)
+
+    generator._assemble = counting_assemble
+    try:
+        lines = translator.translate(sources)
+    finally:
+        generator._assemble = assemble
+    rate = {j: (reached[j], passed[j] / reached[j]) for j in sorted(reached)}
+    return lines, generator.stats.summary()["mean_accepted_per_iteration"], rate

@@ -132,13 +132,6 @@ class HeadDrafter(BlockDrafter):
         return torch.stack(drafted).unsqueeze(0)
 
 
-def tokens_per_iteration(translator, sources, drafter):
-    generator = translator.generator
-    generator.drafter, generator.stats = drafter, type(generator.stats)()
-    lines = translator.translate(sources)
-    return lines, generator.stats.summary()["mean_accepted_per_iteration"]
-
-
 def main(n: int):
     translator = demo_pair.load(draft_length="fixed", sentencepiece_model="checkpoints/demo/sentencepiece.model")
     block = translator.generator.drafter
@@ -160,8 +153,9 @@ def main(n: int):
     sources = demo_pair.raw_sentences(n, "test")
     plain = HeadDrafter(model, SequentialHead(head.inner.in_features // 2).to(head.inner.weight.dtype),
                         vocab_limit=block.vocab_limit)  # W2 = 0: the block drafter itself, uncached
-    lines_plain, plain_rate = tokens_per_iteration(translator, sources, plain)
-    lines_head, head_rate = tokens_per_iteration(translator, sources, HeadDrafter(model, head, vocab_limit=block.vocab_limit))
+    lines_plain, plain_rate, _ = demo_pair.decode_with(translator, sources, plain)
+    lines_head, head_rate, _ = demo_pair.decode_with(translator, sources,
+                                                     HeadDrafter(model, head, vocab_limit=block.vocab_limit))
     assert lines_plain == lines_head, "the outputs differ: both must be greedy's"
     print(f"{len(sources)} test2016 sentences: block drafter {plain_rate:.3f} tokens per iteration, "
           f"with the sequential head {head_rate:.3f}")
