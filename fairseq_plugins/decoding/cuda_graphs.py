@@ -372,6 +372,9 @@ def graph_problems(ordinary: Drafter, verifier) -> str:
         problems.append("the drafter has no prefix cache (trained without --prefix-attention causal)")
     if not ordinary.uses_verifier_encoder:
         problems.append("the drafter runs its own encoder (trained without --share-verifier-encoder)")
+    if getattr(ordinary, "head", None) is not None:
+        problems.append("the drafter's sequential head does not run in the static steps yet (--head-candidates 0 "
+                        "leaves it out)")
     for role, decoder in (("drafter", ordinary.model.decoder), ("verifier", verifier.decoder)):
         unusual = fast_path_problems(decoder)
         if unusual:

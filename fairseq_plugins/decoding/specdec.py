@@ -17,11 +17,13 @@ from fairseq_plugins.decoding.fast_decoder import (BuiltOnce, Int8Linears, float
 from fairseq_plugins.decoding.options import DrafterModelOptions
 from fairseq_plugins.decoding.registry import register_decoder
 from fairseq_plugins.models.drafter_cache import DrafterCache
+from fairseq_plugins.models.sequential_head import HeadDrafting, head_of
 from fairseq_plugins_compat.errors import PluginError
 
 logger = logging.getLogger(__name__)
 
 PRESETS = {"specdec": (1, 0.0), "specdec++": (3, 1.0)}  # name -> (beta, tau)
+HEAD_CANDIDATES = 8  # see --head-candidates
 
 
 @dataclass
@@ -55,6 +57,13 @@ class SpecDecOptions(DrafterModelOptions):
                                           "where fbgemm has no float16 product), float otherwise (specdec++, "
                                           "whose output depends on the drafts; CUDA)",
                                   "aliases": ("drafter_dtype",)})
+    head_candidates: int = field(
+        default=HEAD_CANDIDATES, metadata={"help": "for a drafter with a sequential head (trained by "
+                                                   "fairseq_plugins.scripts.train_sequential_head): the head drafts "
+                                                   "each token among the block's N best at its position (the head's "
+                                                   "products then cost a few small batched products a block); 0: "
+                                                   "the head is not used (the block's own drafts); lossless specdec's "
+                                                   "output never changes"})
     cuda_graphs: ChoiceEnum(["auto", "on", "off"]) = field(
         default="auto", metadata={"help": "run each batch-1 drafter call and verifier block on fixed buffers, "
                                           "replayed as CUDA graphs: one launch instead of ~140 small ones each "
@@ -75,7 +84,9 @@ class BlockDrafter(Drafter):
     (the core encodes once); any other runs its own encoder once per batch.  With a causal
     prefix (the default) the drafter's prefix states are cached across iterations
     (``models.drafter_cache``): each proposal feeds only the newly accepted tokens and the
-    queries.  ``propose`` returns the drafted tokens with the drafter's scores (``Draft.lprobs``).
+    queries.  ``propose`` returns the drafted tokens with the drafter's scores (``Draft.lprobs``), or, for a
+    drafter with a sequential head (``models.sequential_head``; ``head_candidates`` > 0), the head's drafts among
+    the block's ``head_candidates`` best tokens at each position, without scores.
 
     Its drafts fail independently of the last one, so ``--draft-length measured`` drafts the
     whole block (on Multi30k valid, batch 1: full blocks 1.98-2.04x greedy, shrinking after
@@ -83,7 +94,8 @@ class BlockDrafter(Drafter):
 
     failures_persist = False
 
-    def __init__(self, model, cached: bool = True, vocab_limit: int = 0, linear=None):
+    def __init__(self, model, cached: bool = True, vocab_limit: int = 0, linear=None,
+                 head_candidates: int = HEAD_CANDIDATES):
         self.model = model
         self.vocab_limit = vocab_limit
         self.linear = linear  # how the cached drafter runs an nn.Linear (None: float; fast_decoder.Int8Linears)
@@ -93,6 +105,8 @@ class BlockDrafter(Drafter):
         self.cache = None
         self.cached = cached and getattr(model.decoder, "prefix_causal", False)
         self.uses_verifier_encoder = bool(getattr(getattr(model, "args", None), "share_verifier_encoder", False))
+        with_head = head_of(model.decoder) is not None and head_candidates > 0
+        self.head = HeadDrafting(model.decoder, vocab_limit, head_candidates) if with_head else None
 
     @property
     def has_prefix_cache(self) -> bool:
@@ -114,12 +128,17 @@ class BlockDrafter(Drafter):
     @torch.no_grad()
     def propose(self, tokens, lengths, k):
         if self.cache is not None:
-            scores = self.cache.propose_logits(tokens, lengths, k)
+            states, scores = self.cache.propose_states_and_logits(tokens, lengths, k)
         else:
-            scores = self.model.propose_logits(self.encoder_out, tokens[:, : int(lengths.max())], lengths, k)
+            decoder = self.model.decoder
+            states = decoder.propose_states(self.encoder_out, tokens[:, : int(lengths.max())], lengths, k)
+            scores = decoder.propose_logits(states)
             if self.vocab_limit:
                 scores = scores[..., : self.vocab_limit]
-        return Draft(scores.argmax(-1), scores)
+        if self.head is None:
+            return Draft(scores.argmax(-1), scores)
+        last = tokens.gather(1, (lengths - 1)[:, None]).squeeze(1)
+        return Draft(self.head.draft(states, scores, last))  # the block's scores are not the head's
 
     def keep_rows(self, rows):
         if self.cache is not None:  # the cache reorders its own encoder output
@@ -208,7 +227,10 @@ def specdec_settings(task, models, opts, name: str, preset: str):
 def _build_specdec(name):
     def build(task, models, args, opts):
         drafter, beta, tau, block_size, vocab_limit = specdec_settings(task, models, opts, name, name)
-        adapter = BlockDrafter(drafter, vocab_limit=vocab_limit, linear=drafter_linear(opts, name, drafter))
+        if opts.head_candidates < 0:
+            raise PluginError(f"--head-candidates must be >= 0, got {opts.head_candidates}")
+        adapter = BlockDrafter(drafter, vocab_limit=vocab_limit, linear=drafter_linear(opts, name, drafter),
+                               head_candidates=opts.head_candidates)
         graphs = cuda_graphs.wanted(str(opts.cuda_graphs), adapter, models[0])
         if graphs:
             adapter = cuda_graphs.GraphedBlockDrafter(adapter, block_size)

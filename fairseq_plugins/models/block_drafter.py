@@ -63,6 +63,12 @@ class BlockDrafterConfig(FairseqDataclass):
                           "no dropout), so decoding can reuse the verifier's encoder output; the decoder's "
                           "embeddings are then untied from the encoder's"},
     )
+    sequential_head: bool = field(
+        default=False,
+        metadata={"help": "a sequential head drafts the block's tokens one after another from the block's states "
+                          "(models/sequential_head.py); it starts as the identity and is trained on a trained "
+                          "drafter by fairseq_plugins.scripts.train_sequential_head, which sets this"},
+    )
 
 
 @register_model("block_drafter")
@@ -100,7 +106,7 @@ class BlockDrafterModel(FairseqEncoderDecoderModel):
         decoder = BlockDrafterDecoder(
             cfg, tgt_dict, decoder_embed, block_size=args.block_size,
             prefix_causal=args.prefix_attention == "causal", soft_copy=args.soft_copy,
-            soft_copy_temperature=args.soft_copy_temperature,
+            soft_copy_temperature=args.soft_copy_temperature, sequential_head=args.sequential_head,
         )
         model = cls(args, encoder, decoder)
         if args.apply_bert_init:

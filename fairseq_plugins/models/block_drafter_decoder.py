@@ -13,6 +13,7 @@ from torch import Tensor
 
 from fairseq.models.transformer import TransformerDecoderBase
 from fairseq_plugins.models import drafter_blocks
+from fairseq_plugins.models.sequential_head import SequentialHead
 
 
 class BlockDrafterDecoder(TransformerDecoderBase):
@@ -25,10 +26,11 @@ class BlockDrafterDecoder(TransformerDecoderBase):
             among themselves; they never attend to the queries
         soft_copy (bool): query inputs are a soft copy of the source embeddings
         soft_copy_temperature (float): initial (learned) temperature of the soft copy
+        sequential_head (bool): add a :class:`SequentialHead` (the identity until trained)
     """
 
     def __init__(self, cfg, dictionary, embed_tokens, block_size=25, prefix_causal=True,
-                 soft_copy=False, soft_copy_temperature=1.0):
+                 soft_copy=False, soft_copy_temperature=1.0, sequential_head=False):
         super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=False)
         self.block_size = int(block_size)
         self.prefix_causal = bool(prefix_causal)
@@ -37,6 +39,8 @@ class BlockDrafterDecoder(TransformerDecoderBase):
         self.banned = sorted({dictionary.pad(), dictionary.bos(), self.mask_idx})
         if self.soft_copy:
             self.copy_temperature = nn.Parameter(torch.tensor(float(soft_copy_temperature)))
+        self.sequential_head = SequentialHead(self.output_embed_dim, embed_tokens.embedding_dim) \
+            if sequential_head else None
 
     def mask_queries(self, batch_size: int, k: int, device) -> Tensor:
         """(B, k) queries that are all the mask symbol."""
@@ -74,8 +78,10 @@ class BlockDrafterDecoder(TransformerDecoderBase):
         return self.dropout_module(x)
 
     def forward_block(self, encoder_out: Dict[str, List[Tensor]], prefix_tokens: Tensor,
-                      prefix_lengths: Tensor, query_tokens: Optional[Tensor] = None) -> Tensor:
-        """Logits (B, k, V) at the k query positions.
+                      prefix_lengths: Tensor, query_tokens: Optional[Tensor] = None,
+                      features_only: bool = False) -> Tensor:
+        """Logits (B, k, V) at the k query positions (``features_only``: their states (B, k, C) before the output
+        layer).
 
         prefix_tokens (B, P) right-padded, column 0 = eos; prefix_lengths (B,) real tokens
         including that eos; query_tokens (B, k): the mask symbol, or a gold token where
@@ -99,7 +105,7 @@ class BlockDrafterDecoder(TransformerDecoderBase):
         x = x.transpose(0, 1)[:, prefix_len:]
         if self.project_out_dim is not None:
             x = self.project_out_dim(x)
-        return self.output_layer(x)
+        return x if features_only else self.output_layer(x)
 
     def forward(self, prev_output_tokens, encoder_out=None, prefix_lengths=None, query_tokens=None, **unused):
         """fairseq-style entry point: ``prev_output_tokens`` is the prefix (B, P)."""
@@ -107,9 +113,8 @@ class BlockDrafterDecoder(TransformerDecoderBase):
             prefix_lengths = prev_output_tokens.ne(self.padding_idx).sum(1)
         return self.forward_block(encoder_out, prev_output_tokens, prefix_lengths, query_tokens), {}
 
-    def propose_log_probs(self, encoder_out, prefix_tokens: Tensor, prefix_lengths: Tensor, k: int) -> Tensor:
-        """Log-probs (B, k, V) of the first k of ``block_size`` queries; pad, bos and the
-        mask symbol get -inf (the distribution is renormalised over the other tokens).
+    def propose_states(self, encoder_out, prefix_tokens: Tensor, prefix_lengths: Tensor, k: int) -> Tensor:
+        """States (B, k, C) of the first k of ``block_size`` queries, before the output layer.
 
         Near the end of the position table fewer queries are run (never fewer than k).
         """
@@ -120,6 +125,16 @@ class BlockDrafterDecoder(TransformerDecoderBase):
             raise ValueError(f"a prefix of {int(prefix_lengths.max())} tokens + {k} drafted tokens exceeds "
                              f"the drafter's {self.max_positions()} target positions")
         queries = self.mask_queries(prefix_tokens.size(0), n_queries, prefix_tokens.device)
-        logits = self.forward_block(encoder_out, prefix_tokens, prefix_lengths, queries)[:, :k].float()
+        return self.forward_block(encoder_out, prefix_tokens, prefix_lengths, queries, features_only=True)[:, :k]
+
+    def propose_logits(self, states: Tensor) -> Tensor:
+        """Query states (B, k, C) -> logits (B, k, V) float32; pad, bos and the mask symbol get -inf."""
+        logits = self.output_layer(states).float()
         logits[..., self.banned] = float("-inf")
-        return torch.log_softmax(logits, dim=-1)
+        return logits
+
+    def propose_log_probs(self, encoder_out, prefix_tokens: Tensor, prefix_lengths: Tensor, k: int) -> Tensor:
+        """Log-probs (B, k, V) of the first k of ``block_size`` queries (``propose_states``); pad, bos and the mask
+        symbol get -inf (the distribution is renormalised over the other tokens)."""
+        states = self.propose_states(encoder_out, prefix_tokens, prefix_lengths, k)
+        return torch.log_softmax(self.propose_logits(states), dim=-1)

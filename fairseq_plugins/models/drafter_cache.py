@@ -215,6 +215,11 @@ class DrafterCache:
     def propose_logits(self, tokens: Tensor, lengths: Tensor, k: int) -> Tensor:
         """Logits (B, k, V) float32 of the next k tokens, banned tokens at -inf (their
         argmax is the drafts: the log-softmax is only needed for probabilities)."""
+        return self.propose_states_and_logits(tokens, lengths, k)[1]
+
+    @torch.no_grad()
+    def propose_states_and_logits(self, tokens: Tensor, lengths: Tensor, k: int):
+        """(the k queries' states (B, k, C) before the output layer, ``propose_logits``)."""
         decoder = self.decoder
         longest = int(lengths.max())
         n_queries = count_queries(decoder, longest, k)
@@ -242,7 +247,8 @@ class DrafterCache:
             self._keep_new_prefix(n_new, n_prefix + n_queries)
         if self.check_prefix:
             self.tokens = tokens[:, :longest].clone()
-        return self._logits(queries[:k])
+        states = self._states(queries[:k])
+        return states, self._logits(states)
 
     def _fairseq_layers(self, x: Tensor, n_prefix: int, n_queries: int, key_padding: Optional[Tensor]) -> Tensor:
         """The fallback: fairseq's own layers on its ``incremental_state``, x (M+Q, B, C)."""
@@ -297,17 +303,20 @@ class DrafterCache:
         positions = prefix_positions(self.fed, n_new, n_prefix, decoder.padding_idx)
         return embed_at(decoder, x, positions), key_padding
 
-    def _logits(self, x: Tensor) -> Tensor:
-        """Query states (k, B, C) after the last layer -> logits (B, k, V), float32, banned
-        tokens at -inf.  Only the k returned queries reach the output layer; with a
-        ``vocab_limit`` N only its first N rows (fairseq dictionaries are sorted by frequency),
-        V = N (the log-softmax renormalises over them)."""
+    def _states(self, x: Tensor) -> Tensor:
+        """Query states (k, B, C) after the last layer -> (B, k, C) before the output layer."""
         decoder = self.decoder
         if decoder.layer_norm is not None:
             x = decoder.layer_norm(x)
         x = x.transpose(0, 1)
         if decoder.project_out_dim is not None:
             x = decoder.project_out_dim(x)
+        return x
+
+    def _logits(self, x: Tensor) -> Tensor:
+        """``_states``' (B, k, C) -> logits (B, k, V), float32, banned tokens at -inf.  Only the k
+        returned queries reach the output layer; with a ``vocab_limit`` N only its first N rows
+        (fairseq dictionaries are sorted by frequency), V = N (the log-softmax renormalises over them)."""
         logits = self.project(x).float()
         return logits.index_fill_(-1, self.banned, float("-inf"))
 

@@ -1,0 +1,115 @@
+"""A sequential head on the block drafter: the block's tokens drafted one after another (Hydra's idea).
+
+The block drafter predicts its k tokens in parallel, each blind to the tokens drafted before it in the block, and so
+drifts from the continuation the verifier takes (docs/results.md: drafted autoregressively the same drafter's drafts
+survive 4.8-5.0 tokens per iteration on Multi30k, as a block 3.9).  The head keeps the block's one call and only
+changes its output: query j's state x_j (after the last layer norm) is corrected by the embedding of the token
+drafted at j - 1 (for j = 0 the last accepted token), then goes through the drafter's own output layer::
+
+    x'_j = x_j + W2 relu(W1 [x_j ; E[t_{j-1}]] + b1) + b2        t_j = argmax O x'_j
+
+W2 and b2 start at zero, where the head is the identity (the block drafter's own drafts).  It is trained on a trained,
+frozen drafter by ``fairseq_plugins.scripts.train_sequential_head``.
+
+Decoding runs it without a per-token loop of tensor operations (:class:`HeadDrafting`): t_j is chosen among the
+``n_candidates`` best tokens of the block's own logits at j, and since the head's input at j is t_{j-1}, one of the
+candidates at j - 1, the scores of every (candidate at j - 1, candidate at j) pair are computed for all positions in
+one batch of products; the sequential choice is then a walk through a small table on the host.
+"""
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from fairseq_plugins_compat.errors import PluginError
+
+
+class SequentialHead(nn.Module):
+    """x (.., C) query states and e (.., D) embeddings of the previous tokens -> corrected states x' (.., C)."""
+
+    def __init__(self, state_dim: int, embed_dim: int):
+        super().__init__()
+        self.inner = nn.Linear(state_dim + embed_dim, state_dim)
+        self.outer = nn.Linear(state_dim, state_dim)
+        nn.init.zeros_(self.outer.weight)
+        nn.init.zeros_(self.outer.bias)
+
+    def forward(self, x: Tensor, e: Tensor) -> Tensor:
+        return x + self.outer(torch.relu(self.inner(torch.cat([x, e], dim=-1))))
+
+
+def head_problems(decoder) -> str:
+    """Why :class:`HeadDrafting` cannot run this drafter decoder's head ('' if it can)."""
+    projection = getattr(decoder, "output_projection", None)
+    if getattr(decoder, "adaptive_softmax", None) is not None or type(projection) is not nn.Linear \
+            or projection.bias is not None:
+        return "the drafter's output layer is not one linear map without bias"
+    return ""
+
+
+class HeadDrafting:
+    """Drafts a block through a decoder's ``sequential_head`` among the block's best candidates.
+
+    The head's products are folded into tables once (the drafter is frozen at inference): with O the output layer's
+    rows (the first ``vocab_limit``), the corrected logits are ``O x_j + (O W2) h + O b2``, where ``O x_j`` are the
+    block's own logits and h = relu(W1x x_j + (E W1e^T + b1)[t_{j-1}]).
+
+    Args:
+        decoder: a ``BlockDrafterDecoder`` with a ``sequential_head``
+        vocab_limit: > 0: the drafter proposes among the first ``vocab_limit`` entries (its logits' width)
+        n_candidates: m, the block's best tokens at each position the head chooses among
+    """
+
+    def __init__(self, decoder, vocab_limit: int, n_candidates: int):
+        problems = head_problems(decoder)
+        if problems:
+            raise PluginError(f"the drafter's sequential head cannot run: {problems}")
+        if n_candidates < 1:
+            raise PluginError(f"--head-candidates must be >= 1 (0 turns the head off), got {n_candidates}")
+        head = decoder.sequential_head
+        with torch.no_grad():
+            inner = head.inner.weight.float()  # (C, C + D)
+            state_dim = inner.size(0)
+            rows = decoder.output_projection.weight.float()
+            rows = rows[:vocab_limit] if vocab_limit else rows  # (V, C)
+            self.state_inner = inner[:, :state_dim].t().contiguous()  # (C, C)
+            self.token_inner = decoder.embed_tokens.weight.float() @ inner[:, state_dim:].t() + head.inner.bias.float()
+            self.token_outer = rows @ head.outer.weight.float()  # (V, C): O W2
+            self.token_bias = rows @ head.outer.bias.float()  # (V,): O b2
+        self.n_candidates = n_candidates
+        self.n_allowed = rows.size(0) - sum(1 for b in decoder.banned if b < rows.size(0))
+
+    def draft(self, states: Tensor, logits: Tensor, last: Tensor) -> Tensor:
+        """Drafted tokens (B, k).
+
+        states (B, k, C): the block's query states before the output layer; logits (B, k, V): the block's logits
+        (banned tokens at -inf); last (B,): each row's last accepted token.
+        """
+        m = min(self.n_candidates, self.n_allowed)
+        best_logits, candidates = logits.float().topk(m, dim=-1)  # (B, k, m)
+        previous = torch.cat([last[:, None, None].expand(-1, 1, m), candidates[:, :-1]], dim=1)  # (B, k, m)
+        hidden = torch.relu((states.float() @ self.state_inner)[:, :, None, :] + self.token_inner[previous])
+        # scores[b, j, p, q]: candidate q at position j after candidate p at j - 1 (after ``last`` for j = 0)
+        scores = torch.matmul(hidden, self.token_outer[candidates].transpose(-1, -2))
+        scores += (best_logits + self.token_bias[candidates])[:, :, None, :]
+        return candidates.gather(-1, walk(scores.argmax(-1)).to(candidates.device)[:, :, None]).squeeze(-1)
+
+
+def walk(next_choice: Tensor) -> Tensor:
+    """next_choice (B, k, m): at position j, the best candidate after candidate p at j - 1 (for j = 0, p = 0) ->
+    the chosen candidate's index at every position (B, k), following the choices from position 0 (on the host:
+    k small steps each are cheaper as list lookups than as tensor operations)."""
+    table = next_choice.tolist()
+    chosen = []
+    for row in table:
+        p, path = 0, []
+        for choices in row:
+            p = choices[p]
+            path.append(p)
+        chosen.append(path)
+    return torch.tensor(chosen, dtype=torch.long)
+
+
+def head_of(decoder) -> Optional[SequentialHead]:
+    """The decoder's sequential head, or None (drafters trained without one)."""
+    return getattr(decoder, "sequential_head", None)

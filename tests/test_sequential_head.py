@@ -1,0 +1,177 @@
+"""The block drafter's sequential head (models/sequential_head.py): what its batched candidate walk drafts, that
+SpecDec with it is still greedy's output (cached and uncached, ragged batches), and its training script end to end."""
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+from fairseq.sequence_generator import SequenceGenerator
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import run_cli
+from drafter_helpers import build_drafter, build_verifier, make_dictionary
+from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
+from fairseq_plugins.decoding.cuda_graphs import graph_problems
+from fairseq_plugins.decoding.drafters import BatchStart
+from fairseq_plugins.decoding.specdec import BlockDrafter
+from fairseq_plugins.models.sequential_head import HeadDrafting
+from test_cli_end_to_end import hypotheses
+from test_specdec_cli import PLUGIN, train_drafter
+
+DICT = make_dictionary(14)
+
+
+def drafter_with_head(seed, **options):
+    """A tiny drafter whose head is far from the identity and depends much on the previous token (large random
+    W1 and W2), so that it drafts otherwise than the block."""
+    drafter = build_drafter(DICT, seed=seed, sequential_head=True, **options)
+    torch.manual_seed(seed)
+    torch.nn.init.normal_(drafter.decoder.sequential_head.inner.weight, std=30.0)  # embeddings are ~N(0, 0.02)
+    torch.nn.init.normal_(drafter.decoder.sequential_head.outer.weight, std=10.0)
+    return drafter
+
+
+def block_states(drafter, batch, prefix_lengths):
+    src = batch["net_input"]["src_tokens"]
+    encoder_out = drafter.encoder(src, src_lengths=batch["net_input"]["src_lengths"])
+    g = torch.Generator().manual_seed(0)
+    prefix = torch.randint(DICT.nspecial, len(DICT), (src.size(0), max(prefix_lengths)), generator=g)
+    prefix[:, 0] = DICT.eos()
+    for i, n in enumerate(prefix_lengths):
+        prefix[i, n:] = DICT.pad()
+    lengths = torch.tensor(prefix_lengths)
+    states = drafter.decoder.propose_states(encoder_out, prefix, lengths, drafter.block_size)
+    return states, drafter.decoder.propose_logits(states), prefix.gather(1, (lengths - 1)[:, None]).squeeze(1)
+
+
+def one_token_at_a_time(decoder, states, logits_width, last):
+    """The head's drafts by its definition: position after position, argmax over the whole (limited) vocabulary."""
+    head, drafted = decoder.sequential_head, []
+    previous = last
+    for j in range(states.size(1)):
+        logits = decoder.output_layer(head(states[:, j], decoder.embed_tokens(previous))).float()[:, :logits_width]
+        logits[:, [b for b in decoder.banned if b < logits_width]] = float("-inf")
+        previous = logits.argmax(-1)
+        drafted.append(previous)
+    return torch.stack(drafted, dim=1)
+
+
+@pytest.mark.parametrize("vocab_limit", [0, 9])
+def test_the_walk_among_all_candidates_drafts_as_the_head_one_token_at_a_time(vocab_limit):
+    from tiny_models import make_batch
+
+    drafter = drafter_with_head(3)
+    states, logits, last = block_states(drafter, make_batch(DICT, [5, 3, 7], seed=1), [1, 4, 2])
+    width = vocab_limit or len(DICT)
+    logits = logits[..., :width]
+    walk = HeadDrafting(drafter.decoder, vocab_limit, n_candidates=len(DICT)).draft(states, logits, last)
+    expected = one_token_at_a_time(drafter.decoder, states, width, last)
+    assert torch.equal(walk, expected)
+    assert not torch.equal(walk, logits.argmax(-1)), "the head should draft otherwise than the block here"
+
+
+def test_a_fresh_head_drafts_the_blocks_own_tokens():
+    from tiny_models import make_batch
+
+    drafter = build_drafter(DICT, seed=4, sequential_head=True)  # W2 = 0: the identity
+    states, logits, last = block_states(drafter, make_batch(DICT, [4, 6], seed=2), [3, 1])
+    for m in (1, 3, len(DICT)):
+        assert torch.equal(HeadDrafting(drafter.decoder, 0, m).draft(states, logits, last), logits.argmax(-1))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 500), src_lengths=st.lists(st.integers(1, 9), min_size=1, max_size=4),
+       k=st.integers(1, 4), adaptive=st.booleans(), candidates=st.sampled_from([1, 3, 8]))
+def test_specdec_with_a_head_is_greedy_cached_or_not(seed, src_lengths, k, adaptive, candidates):
+    """Parity: drafts of a head (any number of candidates) keep greedy's output, batch 1 and more; the cached and
+    uncached drafters draft alike (the same iterations)."""
+    from tiny_models import make_batch
+
+    verifier = build_verifier(DICT, seed=seed)
+    drafter = drafter_with_head(seed + 1)
+    batch = make_batch(DICT, src_lengths, seed=seed)
+    cfg = SpeculativeConfig(block_size=k, adaptive=adaptive, max_len_b=14)
+    runs = [SpeculativeGenerator(verifier, DICT, BlockDrafter(drafter, cached=cached, head_candidates=candidates),
+                                 cfg).generate([verifier], batch) for cached in (True, False)]
+    greedy = SequenceGenerator([verifier], DICT, beam_size=1, max_len_b=14).generate([verifier], batch)
+    for with_cache, without, reference in zip(*runs, greedy):
+        assert with_cache[0]["tokens"].tolist() == without[0]["tokens"].tolist() == reference[0]["tokens"].tolist()
+        assert with_cache[0]["accepted_per_iteration"] == without[0]["accepted_per_iteration"]
+
+
+def test_head_candidates_zero_leaves_the_head_out():
+    from tiny_models import make_batch
+
+    drafter = drafter_with_head(5)
+    batch = make_batch(DICT, [6, 4], seed=3)
+    start = BatchStart(batch["net_input"]["src_tokens"], batch["net_input"]["src_lengths"], 20, None)
+    tokens = torch.full((2, 8), DICT.pad())
+    tokens[:, 0] = DICT.eos()
+    drafts = {}
+    for candidates in (0, len(DICT)):
+        adapter = BlockDrafter(drafter, head_candidates=candidates)
+        adapter.start(start)
+        drafts[candidates] = adapter.propose(tokens, torch.tensor([1, 1]), 4)
+    assert drafts[0].scores is not None and torch.equal(drafts[0].tokens, drafts[0].scores.argmax(-1))
+    assert not torch.equal(drafts[0].tokens, drafts[len(DICT)].tokens)
+    assert "sequential head" in graph_problems(BlockDrafter(drafter), build_verifier(DICT))
+    assert "sequential head" not in graph_problems(BlockDrafter(drafter, head_candidates=0), build_verifier(DICT))
+
+
+def train_head(data, drafter, out, *extra, check=True):
+    return subprocess.run([sys.executable, "-m", "fairseq_plugins.scripts.train_sequential_head", str(data),
+                           "--drafter", str(drafter), "--save-to", str(out), "--threads", "1", *map(str, extra)],
+                          capture_output=True, text=True, check=check, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def head_drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
+    root = tmp_path_factory.mktemp("head")
+    drafter = train_drafter(reverse_data, tiny_checkpoint, root / "drafter")
+    proc = train_head(reverse_data, drafter, root / "with_head.pt", "--updates", 200, "--batch-size", 32,
+                      "--log-every", 50, "--lr", "3e-3")
+    return root / "with_head.pt", proc.stderr
+
+
+@pytest.mark.slow
+def test_the_head_learns_and_specdec_with_it_is_greedy(reverse_data, tiny_checkpoint, head_drafter, tmp_path):
+    """train_sequential_head lowers its loss below the block's own, writes a drafter that loads with its head
+    (also exported --fp16), and fairseq-generate --decoding specdec with it is --beam 1's output."""
+    from fairseq import checkpoint_utils
+
+    from fairseq_plugins.scripts.export_checkpoint import export
+
+    path, log = head_drafter
+    losses = [(float(a), float(b)) for a, b in re.findall(r"loss ([\d.]+) with the head, ([\d.]+) the block's", log)]
+    assert len(losses) == 4, log[-2000:]
+    assert losses[-1][0] < losses[0][0] and losses[-1][0] < losses[-1][1], losses
+    exported = tmp_path / "with_head-fp16.pt"
+    export(path, exported, fp16=True)
+    models, _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(exported)])
+    assert models[0].decoder.sequential_head is not None
+    assert models[0].decoder.sequential_head.outer.weight.abs().sum() > 0
+    common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--max-len-b", 30]
+    greedy = hypotheses(run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout)
+    for batch_size in (1, 5):
+        specdec = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, "--batch-size", batch_size,
+                          "--drafter-path", exported, "--decoding", "specdec")
+        assert hypotheses(specdec.stdout) == greedy and len(greedy) == 24
+
+
+def test_bad_input_is_one_line(reverse_data, tiny_checkpoint, tmp_path):
+    proc = train_head(reverse_data, tiny_checkpoint, tmp_path / "x.pt", check=False)
+    assert proc.returncode == 1 and "is not a block drafter checkpoint" in proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    proc = train_head(reverse_data, tmp_path / "missing.pt", tmp_path / "x.pt", check=False)
+    assert proc.returncode == 1 and "missing.pt does not exist" in proc.stderr and "Traceback" not in proc.stderr
+    proc = train_head(reverse_data, tiny_checkpoint, tmp_path / "x.pt", "--updates", 0, check=False)
+    assert proc.returncode == 1 and "--updates must be >= 1" in proc.stderr
+
+
+def test_negative_head_candidates_is_one_line(reverse_data, tiny_checkpoint, head_drafter):
+    proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--gen-subset", "test",
+                   "--drafter-path", head_drafter[0], "--decoding", "specdec", "--head-candidates", -1, check=False)
+    assert proc.returncode != 0 and "--head-candidates must be >= 0" in proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
