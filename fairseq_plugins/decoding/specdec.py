@@ -106,7 +106,7 @@ class BlockDrafter(Drafter):
         self.cached = cached and getattr(model.decoder, "prefix_causal", False)
         self.uses_verifier_encoder = bool(getattr(getattr(model, "args", None), "share_verifier_encoder", False))
         with_head = head_of(model.decoder) is not None and head_candidates > 0
-        self.head = HeadDrafting(model.decoder, vocab_limit, head_candidates) if with_head else None
+        self.head = HeadDrafting(model.decoder, vocab_limit, head_candidates, linear) if with_head else None
 
     @property
     def has_prefix_cache(self) -> bool:

@@ -24,6 +24,14 @@ from torch import Tensor, nn
 from fairseq_plugins_compat.errors import PluginError
 
 
+def float_linear(module: nn.Linear):
+    """The projection as a plain function (``decoding.fast_decoder.float_linear``, imported on first use: this module
+    is imported with every model)."""
+    from fairseq_plugins.decoding.fast_decoder import float_linear as plain
+
+    return plain(module)
+
+
 class SequentialHead(nn.Module):
     """x (.., C) query states and e (.., D) embeddings of the previous tokens -> corrected states x' (.., C)."""
 
@@ -52,15 +60,18 @@ class HeadDrafting:
 
     The head's products are folded into tables once (the drafter is frozen at inference): with O the output layer's
     rows (the first ``vocab_limit``), the corrected logits are ``O x_j + (O W2) h + O b2``, where ``O x_j`` are the
-    block's own logits and h = relu(W1x x_j + (E W1e^T + b1)[t_{j-1}]).
+    block's own logits and h = relu(W1x x_j + (E W1e^T + b1)[t_{j-1}]).  The tables carry one more column, a
+    constant 1 in h's input (which relu keeps) facing O b2, so that one product adds the bias too.
 
     Args:
         decoder: a ``BlockDrafterDecoder`` with a ``sequential_head``
         vocab_limit: > 0: the drafter proposes among the first ``vocab_limit`` entries (its logits' width)
         n_candidates: m, the block's best tokens at each position the head chooses among
+        linear: how the product of the states runs an ``nn.Linear`` (the drafter cache's ``linear``; None: as
+            loaded)
     """
 
-    def __init__(self, decoder, vocab_limit: int, n_candidates: int):
+    def __init__(self, decoder, vocab_limit: int, n_candidates: int, linear=None):
         problems = head_problems(decoder)
         if problems:
             raise PluginError(f"the drafter's sequential head cannot run: {problems}")
@@ -72,10 +83,15 @@ class HeadDrafting:
             state_dim = inner.size(0)
             rows = decoder.output_projection.weight.float()
             rows = rows[:vocab_limit] if vocab_limit else rows  # (V, C)
-            self.state_inner = inner[:, :state_dim].t().contiguous()  # (C, C)
-            self.token_inner = decoder.embed_tokens.weight.float() @ inner[:, state_dim:].t() + head.inner.bias.float()
-            self.token_outer = rows @ head.outer.weight.float()  # (V, C): O W2
-            self.token_bias = rows @ head.outer.bias.float()  # (V,): O b2
+            token_inner = decoder.embed_tokens.weight.float() @ inner[:, state_dim:].t() + head.inner.bias.float()
+            ones = token_inner.new_ones(token_inner.size(0), 1)
+            self.token_inner = torch.cat([token_inner, ones], dim=1)  # (V_all, C + 1)
+            self.state_inner = nn.Linear(state_dim, state_dim + 1, bias=False)  # [W1x; 0]
+            self.state_inner.weight.copy_(torch.cat([inner[:, :state_dim], inner.new_zeros(1, state_dim)]))
+            # (V, C + 1): [O W2, O b2]
+            self.token_outer = torch.cat([rows @ head.outer.weight.float(), (rows @ head.outer.bias.float())[:, None]],
+                                         dim=1)
+        self.state_product = (linear or float_linear)(self.state_inner.requires_grad_(False))
         self.n_candidates = n_candidates
         self.n_allowed = rows.size(0) - sum(1 for b in decoder.banned if b < rows.size(0))
 
@@ -85,14 +101,18 @@ class HeadDrafting:
         states (B, k, C): the block's query states before the output layer; logits (B, k, V): the block's logits
         (banned tokens at -inf); last (B,): each row's last accepted token.
         """
+        batch, k, state_dim = states.shape
         m = min(self.n_candidates, self.n_allowed)
         best_logits, candidates = logits.float().topk(m, dim=-1)  # (B, k, m)
         previous = torch.cat([last[:, None, None].expand(-1, 1, m), candidates[:, :-1]], dim=1)  # (B, k, m)
-        hidden = torch.relu((states.float() @ self.state_inner)[:, :, None, :] + self.token_inner[previous])
-        # scores[b, j, p, q]: candidate q at position j after candidate p at j - 1 (after ``last`` for j = 0)
-        scores = torch.matmul(hidden, self.token_outer[candidates].transpose(-1, -2))
-        scores += (best_logits + self.token_bias[candidates])[:, :, None, :]
-        return candidates.gather(-1, walk(scores.argmax(-1)).to(candidates.device)[:, :, None]).squeeze(-1)
+        # hidden[b * k + j, p]: h at position j after candidate p at j - 1 (after ``last`` for j = 0), with its 1
+        hidden = self.token_inner.index_select(0, previous.reshape(-1)).view(batch * k, m, -1)
+        hidden += self.state_product(states.reshape(batch * k, state_dim).float())[:, None, :]
+        outer = self.token_outer.index_select(0, candidates.reshape(-1)).view(batch * k, m, -1)
+        scores = torch.bmm(hidden.relu_(), outer.transpose(1, 2))  # [b * k + j, p, q]: candidate q after p
+        scores += best_logits.reshape(batch * k, 1, m)
+        chosen = walk(scores.argmax(-1).view(batch, k, m)).to(candidates.device)
+        return candidates.gather(-1, chosen[:, :, None]).squeeze(-1)
 
 
 def walk(next_choice: Tensor) -> Tensor:

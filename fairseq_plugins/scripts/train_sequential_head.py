@@ -42,7 +42,7 @@ def load_pairs(data: str, split: str, source_lang: str, target_lang: str, drafte
     if head_of(decoder) is None:  # a fresh head (torch's seed)
         decoder.sequential_head = SequentialHead(decoder.output_embed_dim, decoder.embed_tokens.embedding_dim)
     try:
-        task.load_dataset(split)
+        task.load_dataset(split, combine=True)
     except FileNotFoundError as missing:
         raise PluginError(f"no {split} split in {data} ({missing})") from None
     return model, task, task.dataset(split)
@@ -96,6 +96,7 @@ def train(model, dataset, updates: int, batch_size: int, lr: float, seed: int, d
         p.requires_grad_(True)
     model.eval()  # no dropout: the drafter is frozen, the head has none
     optimizer = torch.optim.Adam(head.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda u: 1 - 0.9 * u / updates)  # lr -> lr / 10
     rng = random.Random(seed)
     decoder = model.decoder
     eos = decoder.dictionary.eos()
@@ -106,6 +107,7 @@ def train(model, dataset, updates: int, batch_size: int, lr: float, seed: int, d
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        schedule.step()
         total, block_total = total + loss.item(), block_total + block.item()
         if update % log_every == 0 or update == updates:
             n = log_every if update % log_every == 0 else update % log_every
@@ -140,7 +142,8 @@ def main(argv=None):
     parser.add_argument("--updates", type=int, default=3000, help="Adam updates (default 3000: ~10 min on 2 cores "
                                                                   "for the Multi30k demo drafter)")
     parser.add_argument("--batch-size", type=int, default=64, help="pairs per update (default 64)")
-    parser.add_argument("--lr", type=float, default=1e-3, help="Adam's learning rate (default 1e-3)")
+    parser.add_argument("--lr", type=float, default=1e-3, help="Adam's learning rate at the start, falling "
+                                                                 "linearly to a tenth of it (default 1e-3)")
     parser.add_argument("--seed", type=int, default=1, help="the head's initialisation and the sampling (default 1)")
     parser.add_argument("--log-every", type=int, default=100, help="log the mean losses every N updates "
                                                                     "(default 100)")
