@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Multi30k en->de end-to-end run on a CPU: data -> verifier (also the distillation
-# teacher) -> beam-5 distillation -> drafter -> latency/BLEU of every decoder on test2016 ->
+# teacher) -> greedy distillation -> drafter and its sequential head -> latency/BLEU of every decoder on test2016 ->
 # results table (markdown) and plot; meanwhile, on the second core, the double-token model and
 # its same-size single-token baseline train, then are compared side by side (second table).
 #   bash recipes/multi30k-cpu.sh                 # about 2.5 hours on 2 cores
@@ -17,6 +17,8 @@ main() {
   OUT=${OUT:-$RUNS/multi30k}
   VERIFIER_HOURS=${VERIFIER_HOURS:-1.25}       # wall-clock caps of the two trainings
   DRAFTER_HOURS=${DRAFTER_HOURS:-0.75}
+  HEAD_UPDATES=${HEAD_UPDATES:-$([ "$DRY_RUN" = 1 ] && echo 20 || echo 3000)}  # the drafter's sequential head
+                                               # (3,000: ~20 min on one core); 0: none
   NUM_AVG=${NUM_AVG:-5}                        # checkpoints averaged (verifier)
   DOUBLE_TOKEN=${DOUBLE_TOKEN:-1}              # 0: no double-token systems (recipes/double-token/train-multi30k.sh)
   DOUBLE_TOKEN_ORDERS=${DOUBLE_TOKEN_ORDERS:-bidirectional single_l2r}   # trained one after the other, 1 thread
@@ -50,6 +52,15 @@ main() {
   if ! all_exist "$drafter"; then
     SETTING=multi30k-drafter DATA=$OUT/distilled/bin SAVE_DIR=$OUT/drafter VERIFIER=$verifier \
       STOP_TIME_HOURS=$DRAFTER_HOURS THREADS=$THREADS bash "$recipes/train-drafter.sh"
+  fi
+  if [ "$HEAD_UPDATES" != 0 ]; then
+    log "4/6 the drafter's sequential head ($HEAD_UPDATES updates, the drafter frozen)"
+    local with_head=$OUT/drafter/with_head.pt
+    if ! all_exist "$with_head"; then
+      "$PYTHON" -m fairseq_plugins.scripts.train_sequential_head "$OUT/distilled/bin" --drafter "$drafter" \
+        --save-to "$with_head" --updates "$HEAD_UPDATES" --threads "$THREADS"
+    fi
+    drafter=$with_head
   fi
   if [ -n "$double_token_pid" ]; then
     log "5/6 double-token systems: waiting for the training, then BLEU and tokens/s side by side"

@@ -18,8 +18,11 @@ def test_multi30k_recipe_dry_run(tmp_path):
     proc = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-cpu.sh")], env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:]
-    for stage in ("1/6 data", "2/6 verifier", "3/6 distillation", "4/6 drafter", "5/6 double-token", "6/6 latency"):
+    for stage in ("1/6 data", "2/6 verifier", "3/6 distillation", "4/6 drafter", "4/6 the drafter's sequential head",
+                  "5/6 double-token", "6/6 latency"):
         assert stage in proc.stdout
+    assert re.search(r"update 20/20: loss [\d.]+ with the head", proc.stdout)
+    assert (tmp_path / "drafter" / "with_head.pt").exists()  # the drafter the latency stage ran
     table = (tmp_path / "results" / "multi30k-test2016.md").read_text()
     rows = re.findall(r"^\| (\S+) \| 1 \|", table, re.M)
     assert {"beam1", "beam5", "specdec", "iad", "gs-jacobi", "drafter-only"} <= set(rows)
