@@ -30,20 +30,13 @@ torch.set_num_threads(int(os.environ.get("THREADS", 1)))
 import demo_pair  # docs/experiments/demo_pair.py (the script's own folder is on sys.path)
 
 from fairseq_plugins.decoding.specdec import BlockDrafter
+from fairseq_plugins.models.sequential_head import SequentialHead as ProductHead
 
 
-class SequentialHead(nn.Module):
-    """x (.., C) query states and e (.., C) embeddings of the previous tokens -> x' (.., C)."""
-
-    def __init__(self, dim: int):
-        super().__init__()
-        self.inner = nn.Linear(2 * dim, dim)
-        self.outer = nn.Linear(dim, dim)
-        nn.init.zeros_(self.outer.weight)
-        nn.init.zeros_(self.outer.bias)
-
-    def forward(self, x, e):
-        return x + self.outer(torch.relu(self.inner(torch.cat([x, e], dim=-1))))
+def SequentialHead(dim: int) -> ProductHead:
+    """The head as this experiment built it (states and embeddings of one width); now the product's class, whose
+    weights it saved (``fairseq_plugins.scripts.train_sequential_head`` trains it into a drafter checkpoint)."""
+    return ProductHead(dim, dim)
 
 
 def query_states(decoder, encoder_out, prefix, lengths):
