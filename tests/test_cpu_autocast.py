@@ -111,4 +111,6 @@ def test_console_drafter_training_with_bf16_autocast(reverse_data, tiny_checkpoi
     state = torch.load(tmp_path / "checkpoint_last.pt", weights_only=False)
     assert state["cfg"]["task"]["cpu_autocast"] == "bf16"
     assert state["optimizer_history"][-1]["num_updates"] == 6
-    assert all(torch.isfinite(v).all() for v in state["model"].values() if v.is_floating_point())
+    # fairseq's sinusoidal positions keep an uninitialised one-element placeholder (any bits, NaN included)
+    weights = {k: v for k, v in state["model"].items() if v.is_floating_point() and not k.endswith("._float_tensor")}
+    assert weights and all(torch.isfinite(v).all() for v in weights.values())
