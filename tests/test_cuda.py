@@ -43,6 +43,10 @@ class RandomCudaDrafter(Drafter):
 
 def drafter_for(name, seed):
     """(drafter, block size) of a lossless decoder, its models in float64 on the GPU."""
+    if name == "specdec-head":
+        from test_sequential_head import drafter_with_head
+
+        return BlockDrafter(drafter_with_head(seed + 1).to("cuda", torch.float64)), 3
     if name.startswith("specdec"):
         model = build_drafter(DICT, seed=seed + 1).to("cuda", torch.float64)
         return BlockDrafter(model, cached=name != "specdec-uncached"), 3
@@ -68,7 +72,7 @@ def assert_greedy_parity(src_lengths, seed, name, adaptive):
         torch.testing.assert_close(out[0]["positional_scores"], ref[0]["positional_scores"])
 
 
-DECODERS = ["random", "specdec", "specdec-uncached", "iad", "jacobi", "gs-jacobi", "hybrid-jacobi"]
+DECODERS = ["random", "specdec", "specdec-uncached", "specdec-head", "iad", "jacobi", "gs-jacobi", "hybrid-jacobi"]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -82,6 +86,24 @@ def test_every_drafter_gives_greedy_output_on_cuda(seed, src_lengths, name, adap
 def test_batch_32_on_cuda(name):
     lengths = [1 + (7 * i) % 11 for i in range(32)]
     assert_greedy_parity(lengths, seed=32, name=name, adaptive=True)
+
+
+@pytest.mark.parametrize("with_head", [False, True])
+def test_graphed_steps_draft_as_the_drafter_cache_on_cuda(with_head):
+    """The static steps replayed as CUDA graphs (a sequential head's walk inside the drafter's graph): the ordinary
+    cached drafter's drafts call by call, greedy's output."""
+    from test_cuda_graphs import graphed_generator, greedy_tokens
+    from test_sequential_head import drafter_with_head
+
+    verifier = build_verifier(DICT, seed=7).to("cuda", torch.float64)
+    drafter = (drafter_with_head(8) if with_head else build_drafter(DICT, seed=8)).to("cuda", torch.float64)
+    generator, adapter = graphed_generator(verifier, drafter, 3, max_len_b=14)
+    for i, length in enumerate([3, 7, 1, 9]):
+        batch = utils.move_to_cuda(make_batch(DICT, [length], seed=i))
+        ours = generator.generate([verifier], batch)
+        assert [hypos[0]["tokens"].tolist() for hypos in ours] == greedy_tokens(verifier, batch, 14)
+    assert adapter.static_proposals == adapter.proposals > 0 and adapter.differing == []
+    assert adapter.static.graph is not None  # replayed, not eager
 
 
 # --- through fairseq-generate: fp32 and fp16, batch 1 and 32 -------------------------------------

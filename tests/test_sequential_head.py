@@ -116,8 +116,7 @@ def test_head_candidates_zero_leaves_the_head_out():
         drafts[candidates] = adapter.propose(tokens, torch.tensor([1, 1]), 4)
     assert drafts[0].scores is not None and torch.equal(drafts[0].tokens, drafts[0].scores.argmax(-1))
     assert not torch.equal(drafts[0].tokens, drafts[len(DICT)].tokens)
-    assert "sequential head" in graph_problems(BlockDrafter(drafter), build_verifier(DICT))
-    assert "sequential head" not in graph_problems(BlockDrafter(drafter, head_candidates=0), build_verifier(DICT))
+    assert "sequential head" not in graph_problems(BlockDrafter(drafter), build_verifier(DICT))  # the steps run it
 
 
 def train_head(data, drafter, out, *extra, check=True):

@@ -49,11 +49,13 @@ class StaticDrafterStep:
     """The block drafter's cached proposal for one row on fixed buffers (see the module docstring).
 
     decoder: a ``BlockDrafterDecoder`` with causal prefix attention (eval mode) whose layers the lean path runs;
-    n_new_max: M (Q is its ``block_size``); vocab_limit: > 0 proposes among the first entries only.
+    n_new_max: M (Q is its ``block_size``); vocab_limit: > 0 proposes among the first entries only; head: the
+    drafter's ``models.sequential_head.HeadDrafting`` (None: the block's own drafts), run in the step too.
     """
 
-    def __init__(self, decoder, n_new_max: int, vocab_limit: int = 0):
+    def __init__(self, decoder, n_new_max: int, vocab_limit: int = 0, head=None):
         self.decoder = decoder
+        self.head = head
         self.m, self.q = n_new_max, decoder.block_size
         self.width = self.m + self.q
         weight = decoder.embed_tokens.weight
@@ -79,6 +81,7 @@ class StaticDrafterStep:
         self.fed = torch.zeros(1, dtype=torch.long, device=self.device)
         self.n_new = torch.zeros(1, dtype=torch.long, device=self.device)
         self.logits: Optional[Tensor] = None  # (1, Q, V) float32
+        self.drafts: Optional[Tensor] = None  # (1, Q): the head's drafts (with a head)
         self.graph = None
 
     def start(self, encoder_out):
@@ -90,7 +93,8 @@ class StaticDrafterStep:
 
     def step(self):
         """One proposal on the static buffers: the M new-token slots (``n_new`` real) and the Q queries through
-        the layers, the queries' logits into ``self.logits``; ``fed`` moves on by ``n_new``."""
+        the layers, the queries' logits into ``self.logits`` (and the head's drafts into ``self.drafts``); ``fed``
+        moves on by ``n_new``."""
         decoder = self.decoder
         pad = decoder.padding_idx
         real = self.offsets[:self.m] < self.n_new  # (M,)
@@ -117,6 +121,9 @@ class StaticDrafterStep:
         x = decoder_output_states(decoder, x[self.m:])  # the queries' (1, Q, C)
         logits = F.linear(x, self.output_weight).float()
         self.logits = logits.index_fill_(-1, self.banned, float("-inf"))
+        if self.head is not None:
+            last = self.new_tokens.gather(1, self.n_new.view(1, 1) - 1).view(1)  # the last accepted token
+            self.drafts = self.head.draft_on_device(x, self.logits, last)
         self.fed.add_(self.n_new)
 
     def run(self):
@@ -142,7 +149,7 @@ class GraphedBlockDrafter(Drafter):
     def __init__(self, ordinary: Drafter, block_size: int):
         self.ordinary = ordinary
         self.decoder = ordinary.model.decoder
-        self.static = StaticDrafterStep(self.decoder, block_size + 1, ordinary.vocab_limit)
+        self.static = StaticDrafterStep(self.decoder, block_size + 1, ordinary.vocab_limit, ordinary.head)
         self.single = False  # this batch runs on the static step
         self.batch = None
         self.fed = 0  # tokens fed to the static step (host copy of its ``fed``)
@@ -174,6 +181,8 @@ class GraphedBlockDrafter(Drafter):
             static.run()
             self.fed += n_new
         self.static_proposals += 1
+        if static.head is not None:  # the head's first k drafts are its drafts for k: the walk runs from position 0
+            return Draft(static.drafts[:, :k].clone())
         scores = static.logits[:, :k].clone()  # (1, k, V')
         return Draft(scores.argmax(-1), scores)
 
@@ -372,9 +381,6 @@ def graph_problems(ordinary: Drafter, verifier) -> str:
         problems.append("the drafter has no prefix cache (trained without --prefix-attention causal)")
     if not ordinary.uses_verifier_encoder:
         problems.append("the drafter runs its own encoder (trained without --share-verifier-encoder)")
-    if getattr(ordinary, "head", None) is not None:
-        problems.append("the drafter's sequential head does not run in the static steps yet (--head-candidates 0 "
-                        "leaves it out)")
     for role, decoder in (("drafter", ordinary.model.decoder), ("verifier", verifier.decoder)):
         unusual = fast_path_problems(decoder)
         if unusual:

@@ -86,7 +86,7 @@ class HeadDrafting:
             token_inner = decoder.embed_tokens.weight.float() @ inner[:, state_dim:].t() + head.inner.bias.float()
             ones = token_inner.new_ones(token_inner.size(0), 1)
             self.token_inner = torch.cat([token_inner, ones], dim=1)  # (V_all, C + 1)
-            self.state_inner = nn.Linear(state_dim, state_dim + 1, bias=False)  # [W1x; 0]
+            self.state_inner = nn.Linear(state_dim, state_dim + 1, bias=False, device=inner.device)  # [W1x; 0]
             self.state_inner.weight.copy_(torch.cat([inner[:, :state_dim], inner.new_zeros(1, state_dim)]))
             # (V, C + 1): [O W2, O b2]
             self.token_outer = torch.cat([rows @ head.outer.weight.float(), (rows @ head.outer.bias.float())[:, None]],
@@ -96,11 +96,25 @@ class HeadDrafting:
         self.n_allowed = rows.size(0) - sum(1 for b in decoder.banned if b < rows.size(0))
 
     def draft(self, states: Tensor, logits: Tensor, last: Tensor) -> Tensor:
-        """Drafted tokens (B, k).
+        """Drafted tokens (B, k), the walk on the host.
 
         states (B, k, C): the block's query states before the output layer; logits (B, k, V): the block's logits
         (banned tokens at -inf); last (B,): each row's last accepted token.
         """
+        candidates, next_choice = self.choices(states, logits, last)
+        chosen = walk(next_choice).to(candidates.device)
+        return candidates.gather(-1, chosen[:, :, None]).squeeze(-1)
+
+    def draft_on_device(self, states: Tensor, logits: Tensor, last: Tensor) -> Tensor:
+        """:meth:`draft`, the walk as k gathers on the tensors' device (no host synchronisation: it can be part of a
+        CUDA graph)."""
+        candidates, next_choice = self.choices(states, logits, last)
+        chosen = walk_on_device(next_choice)
+        return candidates.gather(-1, chosen[:, :, None]).squeeze(-1)
+
+    def choices(self, states: Tensor, logits: Tensor, last: Tensor):
+        """The candidates (B, k, m) and, at each position j, the best candidate after each candidate p at j - 1
+        (B, k, m) (for j = 0 all entries are the choice after ``last``)."""
         batch, k, state_dim = states.shape
         m = min(self.n_candidates, self.n_allowed)
         best_logits, candidates = logits.float().topk(m, dim=-1)  # (B, k, m)
@@ -111,8 +125,7 @@ class HeadDrafting:
         outer = self.token_outer.index_select(0, candidates.reshape(-1)).view(batch * k, m, -1)
         scores = torch.bmm(hidden.relu_(), outer.transpose(1, 2))  # [b * k + j, p, q]: candidate q after p
         scores += best_logits.reshape(batch * k, 1, m)
-        chosen = walk(scores.argmax(-1).view(batch, k, m)).to(candidates.device)
-        return candidates.gather(-1, chosen[:, :, None]).squeeze(-1)
+        return candidates, scores.argmax(-1).view(batch, k, m)
 
 
 def walk(next_choice: Tensor) -> Tensor:
@@ -128,6 +141,16 @@ def walk(next_choice: Tensor) -> Tensor:
             path.append(p)
         chosen.append(path)
     return torch.tensor(chosen, dtype=torch.long)
+
+
+def walk_on_device(next_choice: Tensor) -> Tensor:
+    """:func:`walk` with tensor operations on ``next_choice``'s device: (B, k, m) -> (B, k)."""
+    chosen = next_choice.new_zeros(next_choice.size(0), 1)
+    path = []
+    for j in range(next_choice.size(1)):
+        chosen = next_choice[:, j].gather(1, chosen)
+        path.append(chosen)
+    return torch.cat(path, dim=1)
 
 
 def head_of(decoder) -> Optional[SequentialHead]:
