@@ -169,8 +169,26 @@ def test_bad_input_is_one_line(reverse_data, tiny_checkpoint, tmp_path):
     assert proc.returncode == 1 and "--updates must be >= 1" in proc.stderr
 
 
-def test_negative_head_candidates_is_one_line(reverse_data, tiny_checkpoint, head_drafter):
+def test_drafter_only_drafts_through_the_head_unless_told_not_to():
+    import argparse
+
+    from fairseq_plugins.decoding.drafter_only import DrafterOnlyGenerator
+    from tiny_models import make_batch
+
+    drafter = drafter_with_head(6)
+    batch = make_batch(DICT, [6, 4, 5], seed=4)
+    args = argparse.Namespace(max_len_a=0.0, max_len_b=9)
+    outputs = {}
+    for candidates in (0, len(DICT)):
+        generator = DrafterOnlyGenerator(drafter, DICT, 3, args, head_candidates=candidates)
+        assert (generator.drafter.head is None) == (candidates == 0)
+        outputs[candidates] = [hypos[0]["tokens"].tolist() for hypos in generator.generate([drafter], batch)]
+    assert outputs[0] != outputs[len(DICT)]
+
+
+@pytest.mark.parametrize("decoding", ["specdec", "drafter-only"])
+def test_negative_head_candidates_is_one_line(reverse_data, tiny_checkpoint, head_drafter, decoding):
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--gen-subset", "test",
-                   "--drafter-path", head_drafter[0], "--decoding", "specdec", "--head-candidates", -1, check=False)
+                   "--drafter-path", head_drafter[0], "--decoding", decoding, "--head-candidates", -1, check=False)
     assert proc.returncode != 0 and "--head-candidates must be >= 0" in proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]

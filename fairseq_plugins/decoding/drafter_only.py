@@ -13,15 +13,15 @@ from fairseq_plugins.decoding.stats import DecodingStats
 
 
 @dataclass
-class DrafterOnlyOptions(options.DrafterPathOptions, options.BlockSizeOptions):
-    """The drafter's checkpoint and its block size."""
+class DrafterOnlyOptions(options.DrafterPathOptions, options.BlockSizeOptions, options.HeadCandidatesOptions):
+    """The drafter's checkpoint, its block size and its sequential head's candidates."""
 
 
 class DrafterOnlyGenerator:
     """Accept every drafted block: the drafter decodes alone (block by block)."""
 
-    def __init__(self, drafter_model, tgt_dict, block_size, args):
-        self.drafter = BlockDrafter(drafter_model)
+    def __init__(self, drafter_model, tgt_dict, block_size, args, head_candidates=options.HEAD_CANDIDATES):
+        self.drafter = BlockDrafter(drafter_model, head_candidates=head_candidates)
         self.block_size = block_size
         self.eos, self.pad = tgt_dict.eos(), tgt_dict.pad()
         self.args = args
@@ -76,9 +76,11 @@ def build_drafter_only(task, models, args, opts):
     """With ``--path drafter.pt`` the drafter is models[0]; else ``--drafter-path`` is loaded."""
     options.check_generation_args(args, "drafter-only")
     options.check_block_size(opts.block_size)
+    options.check_head_candidates(opts.head_candidates)
     options.report_as_greedy(args, "drafter-only")
     drafter = models[0] if hasattr(models[0], "propose") else load_drafter(
         task, models[0], opts.drafter_path, "drafter-only", opts.block_size)
-    generator = DrafterOnlyGenerator(drafter, task.target_dictionary, opts.block_size or drafter.block_size, args)
+    generator = DrafterOnlyGenerator(drafter, task.target_dictionary, opts.block_size or drafter.block_size, args,
+                                     opts.head_candidates)
     log_stats_at_exit(generator.stats, "drafter-only")
     return generator

@@ -14,7 +14,7 @@ from fairseq_plugins.decoding.builder import build_speculative, load_drafter
 from fairseq_plugins.decoding.drafters import Draft, Drafter
 from fairseq_plugins.decoding.fast_decoder import (BuiltOnce, Int8Linears, float32_linears, half_weights_available,
                                                      int8_available)
-from fairseq_plugins.decoding.options import DrafterModelOptions
+from fairseq_plugins.decoding.options import HEAD_CANDIDATES, DrafterModelOptions, check_head_candidates
 from fairseq_plugins.decoding.registry import register_decoder
 from fairseq_plugins.models.drafter_cache import DrafterCache
 from fairseq_plugins.models.sequential_head import HeadDrafting, head_of
@@ -23,7 +23,6 @@ from fairseq_plugins_compat.errors import PluginError
 logger = logging.getLogger(__name__)
 
 PRESETS = {"specdec": (1, 0.0), "specdec++": (3, 1.0)}  # name -> (beta, tau)
-HEAD_CANDIDATES = 8  # see --head-candidates
 
 
 @dataclass
@@ -57,13 +56,6 @@ class SpecDecOptions(DrafterModelOptions):
                                           "where fbgemm has no float16 product), float otherwise (specdec++, "
                                           "whose output depends on the drafts; CUDA)",
                                   "aliases": ("drafter_dtype",)})
-    head_candidates: int = field(
-        default=HEAD_CANDIDATES, metadata={"help": "for a drafter with a sequential head (trained by "
-                                                   "fairseq_plugins.scripts.train_sequential_head): the head drafts "
-                                                   "each token among the block's N best at its position (the head's "
-                                                   "products then cost a few small batched products a block); 0: "
-                                                   "the head is not used (the block's own drafts); lossless specdec's "
-                                                   "output never changes"})
     cuda_graphs: ChoiceEnum(["auto", "on", "off"]) = field(
         default="auto", metadata={"help": "run each batch-1 drafter call and verifier block on fixed buffers, "
                                           "replayed as CUDA graphs: one launch instead of ~140 small ones each "
@@ -227,8 +219,7 @@ def specdec_settings(task, models, opts, name: str, preset: str):
 def _build_specdec(name):
     def build(task, models, args, opts):
         drafter, beta, tau, block_size, vocab_limit = specdec_settings(task, models, opts, name, name)
-        if opts.head_candidates < 0:
-            raise PluginError(f"--head-candidates must be >= 0, got {opts.head_candidates}")
+        check_head_candidates(opts.head_candidates)
         adapter = BlockDrafter(drafter, vocab_limit=vocab_limit, linear=drafter_linear(opts, name, drafter),
                                head_candidates=opts.head_candidates)
         graphs = cuda_graphs.wanted(str(opts.cuda_graphs), adapter, models[0])
