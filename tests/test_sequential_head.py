@@ -186,6 +186,20 @@ def test_drafter_only_drafts_through_the_head_unless_told_not_to():
     assert outputs[0] != outputs[len(DICT)]
 
 
+@pytest.mark.parametrize("decoding, options, uses_head", [
+    ("specdec", {}, True), ("specdec++", {}, False), ("specdec", {"beta": 3}, False), ("specdec", {"tau": 0.5}, False),
+    ("specdec++", {"head_candidates": 8}, True), ("specdec", {"head_candidates": 0}, False),
+    ("drafter-only", {}, True), ("drafter-only", {"head_candidates": 0}, False)])
+def test_the_head_is_used_by_default_only_where_the_drafts_cannot_change_the_output(reverse_data, tiny_checkpoint,
+                                                                                   head_drafter, decoding, options,
+                                                                                   uses_head):
+    from fairseq_plugins.api import Translator
+
+    translator = Translator.load(str(tiny_checkpoint), str(reverse_data), drafter=str(head_drafter[0]),
+                                 decoding=decoding, source_lang="src", target_lang="tgt", **options)
+    assert (translator.generator.drafter.head is not None) == uses_head
+
+
 @pytest.mark.parametrize("decoding", ["specdec", "drafter-only"])
 def test_negative_head_candidates_is_one_line(reverse_data, tiny_checkpoint, head_drafter, decoding):
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--gen-subset", "test",

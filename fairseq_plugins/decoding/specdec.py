@@ -14,7 +14,7 @@ from fairseq_plugins.decoding.builder import build_speculative, load_drafter
 from fairseq_plugins.decoding.drafters import Draft, Drafter
 from fairseq_plugins.decoding.fast_decoder import (BuiltOnce, Int8Linears, float32_linears, half_weights_available,
                                                      int8_available)
-from fairseq_plugins.decoding.options import HEAD_CANDIDATES, DrafterModelOptions, check_head_candidates
+from fairseq_plugins.decoding.options import HEAD_CANDIDATES, DrafterModelOptions, head_candidates
 from fairseq_plugins.decoding.registry import register_decoder
 from fairseq_plugins.models.drafter_cache import DrafterCache
 from fairseq_plugins.models.sequential_head import HeadDrafting, head_of
@@ -219,9 +219,8 @@ def specdec_settings(task, models, opts, name: str, preset: str):
 def _build_specdec(name):
     def build(task, models, args, opts):
         drafter, beta, tau, block_size, vocab_limit = specdec_settings(task, models, opts, name, name)
-        check_head_candidates(opts.head_candidates)
         adapter = BlockDrafter(drafter, vocab_limit=vocab_limit, linear=drafter_linear(opts, name, drafter),
-                               head_candidates=opts.head_candidates)
+                               head_candidates=head_candidates(opts.head_candidates, beta == 1 and tau == 0.0))
         graphs = cuda_graphs.wanted(str(opts.cuda_graphs), adapter, models[0])
         if graphs:
             adapter = cuda_graphs.GraphedBlockDrafter(adapter, block_size)
