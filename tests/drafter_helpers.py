@@ -17,6 +17,16 @@ def build_drafter(dictionary, seed=0, **options):
     return BlockDrafterModel.build_model(args, DictTask(dictionary)).eval()
 
 
+def drafter_with_head(dictionary, seed, **options):
+    """A tiny drafter with a sequential head far from the identity that depends much on the previous token (large
+    random W1 and W2), so that it drafts otherwise than the block."""
+    drafter = build_drafter(dictionary, seed=seed, sequential_head=True, **options)
+    torch.manual_seed(seed)
+    torch.nn.init.normal_(drafter.decoder.sequential_head.inner.weight, std=30.0)  # embeddings are ~N(0, 0.02)
+    torch.nn.init.normal_(drafter.decoder.sequential_head.outer.weight, std=10.0)
+    return drafter
+
+
 def drafter_args(dropout=0.0, **options):
     """``block_drafter_tiny`` arguments with ``options`` overriding the preset."""
     args = argparse.Namespace(arch="block_drafter_tiny", dropout=dropout, **options)

@@ -14,13 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import PLUGIN_DIR, run_cli
-from drafter_helpers import build_drafter, build_verifier
+from drafter_helpers import build_drafter, build_verifier, drafter_with_head
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
 from fairseq_plugins.decoding.drafters import Drafter
 from fairseq_plugins.decoding.iad import SourceCopyDrafter
 from fairseq_plugins.decoding.jacobi import JacobiDrafter
 from fairseq_plugins.decoding.specdec import BlockDrafter
 from test_cli_end_to_end import hypotheses
+from test_cuda_graphs import graphed_generator, greedy_tokens
 from test_specdec_cli import train_drafter
 from tiny_models import make_batch, make_dictionary
 
@@ -44,9 +45,7 @@ class RandomCudaDrafter(Drafter):
 def drafter_for(name, seed):
     """(drafter, block size) of a lossless decoder, its models in float64 on the GPU."""
     if name == "specdec-head":
-        from test_sequential_head import drafter_with_head
-
-        return BlockDrafter(drafter_with_head(seed + 1).to("cuda", torch.float64)), 3
+        return BlockDrafter(drafter_with_head(DICT, seed + 1).to("cuda", torch.float64)), 3
     if name.startswith("specdec"):
         model = build_drafter(DICT, seed=seed + 1).to("cuda", torch.float64)
         return BlockDrafter(model, cached=name != "specdec-uncached"), 3
@@ -92,11 +91,8 @@ def test_batch_32_on_cuda(name):
 def test_graphed_steps_draft_as_the_drafter_cache_on_cuda(with_head):
     """The static steps replayed as CUDA graphs (a sequential head's walk inside the drafter's graph): the ordinary
     cached drafter's drafts call by call, greedy's output."""
-    from test_cuda_graphs import graphed_generator, greedy_tokens
-    from test_sequential_head import drafter_with_head
-
     verifier = build_verifier(DICT, seed=7).to("cuda", torch.float64)
-    drafter = (drafter_with_head(8) if with_head else build_drafter(DICT, seed=8)).to("cuda", torch.float64)
+    drafter = (drafter_with_head(DICT, 8) if with_head else build_drafter(DICT, seed=8)).to("cuda", torch.float64)
     generator, adapter = graphed_generator(verifier, drafter, 3, max_len_b=14)
     for i, length in enumerate([3, 7, 1, 9]):
         batch = utils.move_to_cuda(make_batch(DICT, [length], seed=i))

@@ -7,7 +7,7 @@ from fairseq.sequence_generator import SequenceGenerator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drafter_helpers import build_drafter, build_verifier, make_dictionary
+from drafter_helpers import build_drafter, build_verifier, drafter_with_head, make_dictionary
 from fairseq_plugins.decoding import cuda_graphs
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
 from fairseq_plugins.decoding.drafters import BatchStart
@@ -95,9 +95,7 @@ def test_static_steps_run_a_sequential_head_as_the_drafter_cache_and_give_greedy
                                                                                           adaptive, vocab_limit):
     """A drafter with a sequential head: the static step drafts through the head (its walk on the device) as the
     ordinary cached drafter does (on the host), call by call; the output is greedy's."""
-    from test_sequential_head import drafter_with_head  # on its own dictionary, make_dictionary(14) as DICT
-
-    verifier, drafter = build_verifier(DICT, seed=seed), drafter_with_head(seed + 1)
+    verifier, drafter = build_verifier(DICT, seed=seed), drafter_with_head(DICT, seed + 1)
     generator, adapter = graphed_generator(verifier, drafter, k, vocab_limit, adaptive=adaptive, max_len_b=14)
     assert adapter.static.head is not None
     for i, length in enumerate(src_lengths):

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli
+import drafter_helpers
 from drafter_helpers import build_drafter, build_verifier, make_dictionary
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
 from fairseq_plugins.decoding.cuda_graphs import graph_problems
@@ -24,13 +25,7 @@ DICT = make_dictionary(14)
 
 
 def drafter_with_head(seed, **options):
-    """A tiny drafter whose head is far from the identity and depends much on the previous token (large random
-    W1 and W2), so that it drafts otherwise than the block."""
-    drafter = build_drafter(DICT, seed=seed, sequential_head=True, **options)
-    torch.manual_seed(seed)
-    torch.nn.init.normal_(drafter.decoder.sequential_head.inner.weight, std=30.0)  # embeddings are ~N(0, 0.02)
-    torch.nn.init.normal_(drafter.decoder.sequential_head.outer.weight, std=10.0)
-    return drafter
+    return drafter_helpers.drafter_with_head(DICT, seed, **options)
 
 
 def block_states(drafter, batch, prefix_lengths):
