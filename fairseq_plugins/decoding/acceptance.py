@@ -96,8 +96,13 @@ def top_beta_accept(drafts: Tensor, lprobs: Tensor, beta: int, tau: float) -> Te
 AcceptanceRule = Callable[[Tensor, Tensor, Tensor], Tensor]  # (drafts, choices, lprobs) -> (B, k) bool
 
 
+def is_lossless(beta: int, tau: float) -> bool:
+    """Whether (beta, tau) is vanilla SpecDec's rule, whose output is the verifier's greedy one whatever the drafts."""
+    return beta == 1 and tau == 0.0
+
+
 def choose_rule(beta: int, tau: float) -> AcceptanceRule:
     """The acceptance rule for SpecDec++'s (beta, tau): beta=1, tau=0 is vanilla (lossless)."""
-    if beta == 1 and tau == 0.0:
+    if is_lossless(beta, tau):
         return lambda drafts, choices, lprobs: greedy_accept(drafts, choices)
     return lambda drafts, choices, lprobs: top_beta_accept(drafts, lprobs, beta, tau)

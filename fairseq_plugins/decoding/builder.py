@@ -6,6 +6,7 @@ import logging
 import torch
 
 from fairseq_plugins.decoding import options
+from fairseq_plugins.decoding.acceptance import is_lossless
 from fairseq_plugins.decoding.core import SpeculativeGenerator
 from fairseq_plugins_compat.errors import PluginError
 
@@ -22,7 +23,7 @@ def build_speculative(task, models, args, name, drafter, opts, block_size, beta=
     if len(models) != 1:
         raise PluginError(f"--decoding {name} verifies with one model; got an ensemble of {len(models)}")
     length = str(opts.draft_length)
-    lossless = beta == 1 and tau == 0.0  # measured: SpecDec++'s output depends on the drafts, so not on timings
+    lossless = is_lossless(beta, tau)  # measured: SpecDec++'s output depends on the drafts, so not on timings
     adaptive = length == "adaptive" or (length == "measured" and drafter.failures_persist)
     cfg = options.speculative_config(args, block_size, beta, tau, adaptive=adaptive,
                                      measured=length == "measured" and lossless)

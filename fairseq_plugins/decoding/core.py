@@ -54,7 +54,7 @@ class SpeculativeConfig:
 
     @property
     def lossless(self) -> bool:
-        return self.beta == 1 and self.tau == 0.0
+        return acceptance.is_lossless(self.beta, self.tau)
 
 
 @dataclass

@@ -10,6 +10,7 @@ import torch
 from fairseq.dataclass import ChoiceEnum
 
 from fairseq_plugins.decoding import cuda_graphs
+from fairseq_plugins.decoding.acceptance import is_lossless
 from fairseq_plugins.decoding.builder import build_speculative, load_drafter
 from fairseq_plugins.decoding.drafters import Draft, Drafter
 from fairseq_plugins.decoding.fast_decoder import (BuiltOnce, Int8Linears, float32_linears, half_weights_available,
@@ -220,7 +221,7 @@ def _build_specdec(name):
     def build(task, models, args, opts):
         drafter, beta, tau, block_size, vocab_limit = specdec_settings(task, models, opts, name, name)
         adapter = BlockDrafter(drafter, vocab_limit=vocab_limit, linear=drafter_linear(opts, name, drafter),
-                               head_candidates=head_candidates(opts.head_candidates, beta == 1 and tau == 0.0))
+                               head_candidates=head_candidates(opts.head_candidates, is_lossless(beta, tau)))
         graphs = cuda_graphs.wanted(str(opts.cuda_graphs), adapter, models[0])
         if graphs:
             adapter = cuda_graphs.GraphedBlockDrafter(adapter, block_size)
