@@ -2,7 +2,8 @@
 # output teed into $OUT/main.log, `pin CORES CMD...` (taskset, or plain with LOCAL=1), $R (their work folder), $REPO,
 # gpu/dda unpacked (and gpu/dd made from its train split),
 # then the install (docs/experiments/gpu_install.sh) with CPU=0 DEV=cuda, or with LOCAL=1 (a dry check on a CPU
-# machine) this machine's venv with CPU=1 DEV=cpu; the functions `finetune_drafter` and `harness` (below).
+# machine) this machine's venv with CPU=1 DEV=cpu; the functions `finetune_drafter`, `harness`, `graphed_check` and
+# `cuda_tests` (below).
 set -u
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 LOCAL=${LOCAL:-0}
@@ -61,4 +62,21 @@ harness() {
     --out-md "$OUT/harness.md" --out-json "$OUT/harness.json" > "$R/harness.log" 2>&1; echo "harness rc $?"
   grep '^|' "$OUT/harness.md" 2>/dev/null || tail -20 "$R/harness.log"
   echo "[$(el)s] harness done"
+}
+# graphed_check: docs/experiments/graphed_drafter.py on $DEV with the demo pair (--cuda-graphs on vs off, drafts
+# compared call by call) on the first CHECK_SENTENCES (default 60) test2016 sentences of gpu/, killed after CTIME
+graphed_check() {
+  mkdir -p "$R/check/multi30k" "$R/check/m30raw"
+  ln -sfn "$REPO/gpu/bin" "$R/check/multi30k/bin"; ln -sf "$REPO/gpu/test.en" "$R/check/m30raw/test.en"
+  RUNS=$R/check pin 15 timeout "${CTIME:-100}" python docs/experiments/graphed_drafter.py "${CHECK_SENTENCES:-60}" \
+    "$DEV" > "$R/check.log" 2>&1; echo "check rc $?"
+  grep -v "| INFO |" "$R/check.log" | tail -4; cp "$R/check.log" "$OUT/"
+  echo "[$(el)s] check done"
+}
+# cuda_tests SELECTION: tests/test_cuda_graphs.py and tests/test_cuda.py, pytest -k SELECTION, killed after TTIME
+cuda_tests() {
+  pin 0-13 timeout "${TTIME:-200}" python -m pytest -q -x tests/test_cuda_graphs.py tests/test_cuda.py \
+    -k "$1" > "$R/tests.log" 2>&1; echo "tests rc $?"
+  tail -5 "$R/tests.log"; cp "$R/tests.log" "$OUT/"
+  echo "[$(el)s] tests done"
 }

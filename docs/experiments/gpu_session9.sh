@@ -11,18 +11,9 @@
 # LOCAL=1: dry check on a CPU (there auto is off, so the "auto" rows run the ordinary caches).
 SENTENCES=${SENTENCES:-250}
 . docs/experiments/gpu_prelude.sh
-mkdir -p "$R/check/multi30k" "$R/check/m30raw"
-ln -sfn "$REPO/gpu/bin" "$R/check/multi30k/bin"; ln -sf "$REPO/gpu/test.en" "$R/check/m30raw/test.en"
-
-RUNS=$R/check pin 15 timeout "${CTIME:-100}" python docs/experiments/graphed_drafter.py "${CHECK_SENTENCES:-60}" "$DEV" \
-  > "$R/check.log" 2>&1; echo "check rc $?"
-grep -v "| INFO |" "$R/check.log" | tail -4; cp "$R/check.log" "$OUT/"
-echo "[$(el)s] check done"
+graphed_check
 
 harness checkpoints/demo/drafter.pt "beam1,specdec:cuda_graphs=off,specdec,specdec++:cuda_graphs=off,specdec++" \
   "${HTIME:-150}"
 
-pin 0-13 timeout "${TTIME:-200}" python -m pytest -q -x tests/test_cuda_graphs.py tests/test_cuda.py \
-  -k "cuda_graphs or fairseq_generate" > "$R/tests.log" 2>&1; echo "tests rc $?"
-tail -5 "$R/tests.log"; cp "$R/tests.log" "$OUT/"
-echo "[$(el)s] tests done"
+cuda_tests "cuda_graphs or fairseq_generate"
