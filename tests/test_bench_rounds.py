@@ -1,5 +1,5 @@
 """The timing rounds every harness uses (``bench.rounds``): rows take turns on interleaved
-chunks of the batches, warm up once, replay the greedy outputs of the same chunk, and a
+chunks of the batches, warm up on each chunk, replay the greedy outputs of the same chunk, and a
 failing optional row is dropped while any other failure stops the run."""
 import pytest
 
@@ -34,17 +34,21 @@ def recording_row(label, log, given, **kwargs):
     return Row(label, "fake", run, convert, given, **kwargs)
 
 
-def test_rows_take_turns_and_warm_up_once_in_the_first_round():
-    log, given = [], batches(6)
+def test_rows_take_turns_and_warm_up_on_each_chunk():
+    log, given = [], batches(9)
     rows = [recording_row("greedy", log, given, is_greedy=True), recording_row("other", log, given)]
-    timed = time_in_rounds(rows, rounds=3, warmup=1, device="cpu")
-    # round 1: warm-up (sentence 0) then the chunk (0, 3), row after row; then rounds 2 and 3
-    assert log == [("greedy", 0), ("greedy", 0), ("greedy", 3), ("other", 0), ("other", 0), ("other", 3),
-                   ("greedy", 1), ("greedy", 4), ("other", 1), ("other", 4),
-                   ("greedy", 2), ("greedy", 5), ("other", 2), ("other", 5)]
+    timed = time_in_rounds(rows, rounds=3, warmup=2, device="cpu")
+    # round 1: warm-up (2 sentences: 0, 3) then the chunk (0, 3, 6), row after row; rounds 2 and 3 warm up on
+    # their chunk's first batch only
+    assert log == [("greedy", 0), ("greedy", 3), ("greedy", 0), ("greedy", 3), ("greedy", 6),
+                   ("other", 0), ("other", 3), ("other", 0), ("other", 3), ("other", 6),
+                   ("greedy", 1), ("greedy", 1), ("greedy", 4), ("greedy", 7),
+                   ("other", 1), ("other", 1), ("other", 4), ("other", 7),
+                   ("greedy", 2), ("greedy", 2), ("greedy", 5), ("greedy", 8),
+                   ("other", 2), ("other", 2), ("other", 5), ("other", 8)]
     for row in rows:
         found = timed[row.key]
-        assert sorted(found.results) == list(range(6)) and len(found.round_s) == 3
+        assert sorted(found.results) == list(range(9)) and len(found.round_s) == 3
         assert sum(found.round_s) == pytest.approx(sum(found.results[b.ids[0]].latency_s for b in given))
 
 

@@ -72,7 +72,8 @@ def add_shared_options(add, threads_help: str = "CPU threads for torch (torch.se
     warm-up, rounds, device, threads, BPE removal, outputs, progress bar."""
     add("--gen-subset", default="test", help="split to decode")
     add("--max-sentences", type=int, default=0, help="decode only the first N sentences (0: all)")
-    add("--warmup", type=int, default=10, help="untimed sentences decoded by each row before timing it")
+    add("--warmup", type=int, default=10, help="untimed sentences decoded by each row before timing it (and, when "
+                                               "> 0, one untimed batch before each later round's chunk)")
     add("--rounds", type=int, default=10,
         help="the rows take turns: the sentences are cut into this many interleaved chunks and every row decodes "
              "chunk r in round r, so that a machine whose speed drifts during the run slows every row alike "
