@@ -66,8 +66,8 @@ def rounds_sentence(rounds: Optional[dict]) -> str:
         return "Rows timed one after another (one round)."
     counts = ", ".join(f"{n} at batch {bs}" for bs, n in rounds.items())
     return (f"Rows take turns in rounds ({counts}): every row decodes the same interleaved chunk of the sentences "
-            "in each round (after one untimed batch of it), so a drifting machine speed slows all rows alike; in brackets: the lowest and highest "
-            "per-round total speedup vs greedy.")
+            "in each round (after one untimed batch of it), so a drifting machine speed slows all rows alike; in "
+            "brackets: the lowest and highest per-round total speedup vs greedy.")
 
 
 PROFILE_COLUMNS = ("decoder", "batch", "iterations", "greedy steps / iteration", "encoder", "drafter", "verifier",

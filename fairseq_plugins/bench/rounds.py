@@ -3,9 +3,9 @@
 The sentences are cut into R interleaved chunks (chunk r = batches r, r + R, r + 2R... of the
 length-sorted batches, so every chunk has the same mix of lengths).  In round r every row
 decodes chunk r, one row after the other (after one untimed batch of it, so that it starts on warm
-caches); a row's time is the sum over the rounds.  A shared
-or throttled CPU that slows down during the run then slows every row alike, instead of the
-rows timed last; the per-round ratios between two rows show how much a ratio still moves.
+caches); a row's time is the sum over the rounds.  A shared or throttled CPU that slows down
+during the run then slows every row alike, instead of the rows timed last; the per-round ratios
+between two rows show how much a ratio still moves.
 """
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -57,8 +57,8 @@ def time_in_rounds(rows: List[Row], rounds: int, warmup: int, device: str, progr
     order; the greedy row must come before the rows replaying it).  Each row decodes
     ``warmup`` sentences of the first chunk untimed before its first timing, and (``warmup`` > 0)
     the first batch of each later chunk untimed before timing that chunk: a row is not timed on the
-    caches the rows before it evicted (CTranslate2 greedy took 3.5 % longer on 10 test2016 sentences
-    right after stock greedy than right after itself; docs/results.md).
+    caches the rows before it evicted (CTranslate2 greedy took 5-12 % longer on 10 test2016 sentences
+    right after stock greedy than right after itself: docs/experiments/row_cold_start.py).
     Returns row key -> ``Timed`` (failed optional rows are absent; ``on_failure`` was told)."""
     chunks_of = {row.key: interleaved_chunks(row.batches, rounds) for row in rows}
     greedy: GreedyOutputs = {}
