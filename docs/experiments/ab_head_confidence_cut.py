@@ -2,7 +2,7 @@
 vs cut where the head's own confidence falls below P (for each P of argv[3], comma-separated): at position j the
 head's softmax over its m candidates (after the candidate chosen at j - 1) gives the chosen token a probability; the
 draft keeps token j while the product of these over the tokens before j is >= P (the first token always).  The
-verifier's block then has fewer tokens (on this CPU ~40 µs each: verifier_block_cost.py), and the output is greedy's
+verifier's block then has fewer tokens (on this CPU ~30–40 µs each: verifier_block_cost.py), and the output is greedy's
 either way (asserted).  argv[1] valid sentences, argv[2] rounds, the variants taking turns sentence by sentence (ABBA
 order).  In the warm-up round the copy of ``HeadDrafting.choices`` below is checked against the real ``draft``.
 Run from the repository root: ``RUNS=... python docs/experiments/ab_head_confidence_cut.py 300 2 0.2,0.5``
