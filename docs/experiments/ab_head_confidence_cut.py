@@ -4,7 +4,7 @@ head's softmax over its m candidates (after the candidate chosen at j - 1) gives
 draft keeps token j while the product of these over the tokens before j is >= P (the first token always).  The
 verifier's block then has fewer tokens (on this CPU ~30–40 µs each: verifier_block_cost.py), and the output is greedy's
 either way (asserted).  argv[1] valid sentences, argv[2] rounds, the variants taking turns sentence by sentence (ABBA
-order).  In the warm-up round the copy of ``HeadDrafting.choices`` below is checked against the real ``draft``.
+order).  In the warm-up round the walk below (``max`` where ``choices`` takes ``argmax``) is checked against ``draft``.
 Run from the repository root: ``RUNS=... python docs/experiments/ab_head_confidence_cut.py 300 2 0.2,0.5``
 (``LENGTH=fixed``: draft every iteration; default: the product's default draft length)."""
 import math
@@ -29,18 +29,12 @@ whole_draft = HeadDrafting.draft
 
 
 def cut_draft(self, states, logits, last):
-    """``HeadDrafting.draft`` (a copy of ``choices`` and ``walk`` that also reads the head's confidence), cut."""
+    """``HeadDrafting.draft`` (its walk on the host, reading the head's confidence too), cut."""
     if setting["P"] <= 0:
         return whole_draft(self, states, logits, last)
-    batch, k, state_dim = states.shape
-    m = min(self.n_candidates, self.n_allowed)
-    best_logits, candidates = logits.float().topk(m, dim=-1)
-    previous = torch.cat([last[:, None, None].expand(-1, 1, m), candidates[:, :-1]], dim=1)
-    hidden = self.token_inner.index_select(0, previous.reshape(-1)).view(batch * k, m, -1)
-    hidden += self.state_product(states.reshape(batch * k, state_dim).float())[:, None, :]
-    outer = self.token_outer.index_select(0, candidates.reshape(-1)).view(batch * k, m, -1)
-    scores = torch.bmm(hidden.relu_(), outer.transpose(1, 2))
-    scores += best_logits.reshape(batch * k, 1, m)
+    batch, k = states.shape[:2]
+    candidates, scores = self.pair_scores(states, logits, last)
+    m = candidates.size(-1)
     best, choice = scores.max(-1)  # (B * k, m)
     confidence = (best - scores.logsumexp(-1)).view(batch, k, m).tolist()  # log-probability of the choice
     table, floor = choice.view(batch, k, m).tolist(), math.log(setting["P"])
@@ -57,7 +51,7 @@ def cut_draft(self, states, logits, last):
         kept.append(keep)
     drafts = candidates.gather(-1, torch.tensor(chosen, dtype=torch.long)[:, :, None]).squeeze(-1)
     if setting["check"]:
-        assert torch.equal(drafts, whole_draft(self, states, logits, last)), "the copy drafts otherwise"
+        assert torch.equal(drafts, whole_draft(self, states, logits, last)), "the walk drafts otherwise"
     for b, keep in enumerate(kept):
         drafts[b, keep:] = pad
     return drafts
@@ -67,7 +61,7 @@ HeadDrafting.draft = cut_draft
 seconds = {p: 0.0 for p in thresholds}
 iterations = {p: 0 for p in thresholds}
 tokens = {p: 0 for p in thresholds}
-for round_ in range(rounds + 1):  # round 0 warms up and checks the copy
+for round_ in range(rounds + 1):  # round 0 warms up and checks the walk
     setting["check"] = round_ == 0
     for i, sample in enumerate(samples):
         outputs = []

@@ -115,6 +115,12 @@ class HeadDrafting:
     def choices(self, states: Tensor, logits: Tensor, last: Tensor):
         """The candidates (B, k, m) and, at each position j, the best candidate after each candidate p at j - 1
         (B, k, m) (for j = 0 all entries are the choice after ``last``)."""
+        candidates, scores = self.pair_scores(states, logits, last)
+        return candidates, scores.argmax(-1).view(candidates.shape)
+
+    def pair_scores(self, states: Tensor, logits: Tensor, last: Tensor):
+        """The candidates (B, k, m) and the head's corrected logit of every (candidate p at j - 1, candidate q at j)
+        pair, (B * k, m, m) indexed [b * k + j, p, q] (for j = 0 every p stands for ``last``)."""
         batch, k, state_dim = states.shape
         m = min(self.n_candidates, self.n_allowed)
         best_logits, candidates = logits.float().topk(m, dim=-1)  # (B, k, m)
@@ -125,7 +131,7 @@ class HeadDrafting:
         outer = self.token_outer.index_select(0, candidates.reshape(-1)).view(batch * k, m, -1)
         scores = torch.bmm(hidden.relu_(), outer.transpose(1, 2))  # [b * k + j, p, q]: candidate q after p
         scores += best_logits.reshape(batch * k, 1, m)
-        return candidates, scores.argmax(-1).view(batch, k, m)
+        return candidates, scores
 
 
 def walk(next_choice: Tensor) -> Tensor:
