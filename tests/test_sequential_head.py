@@ -154,6 +154,31 @@ def test_the_head_learns_and_specdec_with_it_is_greedy(reverse_data, tiny_checkp
         assert hypotheses(specdec.stdout) == greedy and len(greedy) == 24
 
 
+@pytest.mark.slow
+def test_export_can_drop_the_head_leaving_the_block(reverse_data, tiny_checkpoint, head_drafter, tmp_path):
+    """export_checkpoint --drop-sequential-head: the block alone, which fairseq-train --finetune-from-model builds
+    and loads (a head's weights in the checkpoint would be unexpected keys there)."""
+    from fairseq import checkpoint_utils
+
+    from fairseq_plugins.scripts.export_checkpoint import main
+
+    path, _log = head_drafter
+    block = tmp_path / "block.pt"
+    main([str(path), str(block), "--drop-sequential-head"])
+    [with_head], _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(path)])
+    [alone], _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(block)])
+    assert getattr(alone.decoder, "sequential_head", None) is None
+    expected = {k: v for k, v in with_head.named_parameters() if ".sequential_head." not in k}
+    kept = dict(alone.named_parameters())
+    assert expected.keys() == kept.keys()
+    assert [k for k, v in expected.items() if not torch.equal(v, kept[k])] == []
+    proc = subprocess.run([sys.executable, "-m", "fairseq_plugins.scripts.export_checkpoint", str(block),
+                           str(tmp_path / "again.pt"), "--drop-sequential-head"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1].endswith(f"{block} has no sequential head to drop")
+
+
 def test_bad_input_is_one_line(reverse_data, tiny_checkpoint, tmp_path):
     proc = train_head(reverse_data, tiny_checkpoint, tmp_path / "x.pt", check=False)
     assert proc.returncode == 1 and "is not a block drafter checkpoint" in proc.stderr

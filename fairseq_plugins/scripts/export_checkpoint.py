@@ -1,16 +1,20 @@
-"""``python -m fairseq_plugins.scripts.export_checkpoint IN OUT [--fp16]``: a small inference-only
-copy of a fairseq checkpoint (model weights and config; no optimizer or training state)."""
+"""``python -m fairseq_plugins.scripts.export_checkpoint IN OUT [--fp16] [--drop-sequential-head]``: a small
+inference-only copy of a fairseq checkpoint (model weights and config; no optimizer or training state)."""
 import argparse
 
 import torch
 
 from fairseq_plugins.scripts import output_file
 from fairseq_plugins_compat.checkpoint_loading import load_checkpoint_file
-from fairseq_plugins_compat.errors import exit_on_plugin_error
+from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
+
+HEAD_PREFIX = "decoder.sequential_head."
 
 
-def export(path_in, path_out, fp16=False):
+def export(path_in, path_out, fp16=False, drop_sequential_head=False):
     state = load_checkpoint_file(path_in)
+    if drop_sequential_head:
+        without_sequential_head(state, path_in)
     converted = []  # equal tensors (tied embeddings) are stored once
     model = {}
     for name, tensor in state["model"].items():
@@ -28,6 +32,18 @@ def export(path_in, path_out, fp16=False):
     return sum(c.numel() for _, c in converted)
 
 
+def without_sequential_head(state, path):
+    """Removes a block drafter's sequential head (its weights and the config flag that builds it) from ``state``."""
+    head = [name for name in state["model"] if name.startswith(HEAD_PREFIX)]
+    if not head:
+        raise PluginError(f"{path} has no sequential head to drop")
+    for name in head:
+        del state["model"][name]
+    for config in (state.get("args"), (state.get("cfg") or {}).get("model")):
+        if config is not None:
+            config.sequential_head = False
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m fairseq_plugins.scripts.export_checkpoint",
                                      description=__doc__.split(": ", 1)[1])
@@ -35,8 +51,12 @@ def main(argv=None):
     parser.add_argument("output", help="where to write the inference-only copy")
     parser.add_argument("--fp16", action="store_true", help="store floating-point weights in half precision "
                                                             "(they are cast back to the model's dtype when loaded)")
+    parser.add_argument("--drop-sequential-head", action="store_true",
+                        help="leave out a block drafter's sequential head: the block alone, e.g. to fine-tune it on "
+                             "other targets with fairseq-train --finetune-from-model, which needs a checkpoint whose "
+                             "weights match the model it builds")
     args = parser.parse_args(argv)
-    n = export(args.input, output_file(args.output), args.fp16)
+    n = export(args.input, output_file(args.output), args.fp16, args.drop_sequential_head)
     print(f"wrote {args.output} ({n / 1e6:.1f}M parameters)")
 
 
