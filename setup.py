@@ -18,7 +18,8 @@ except ImportError:  # setuptools < 64: pip runs `setup.py develop` instead
     editable_wheel = None
 
 DEMO_DIR = "checkpoints/demo"  # the shipped Multi30k pair, installed to share/fairseq-specdec/demo
-DEMO_FILES = ("verifier.pt", "drafter.pt", "sentencepiece.model", "dict.en.txt", "dict.de.txt", "sentences.en")
+DEMO_FILES = ("verifier.pt", "drafter.pt", "drafter-beam5.pt", "sentencepiece.model", "dict.en.txt", "dict.de.txt",
+              "sentences.en")
 PTH_NAME = "fairseq_plugins_compat.pth"
 PTH_LINE = "import fairseq_plugins_compat.startup as s; s.install()\n"
 

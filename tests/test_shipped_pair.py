@@ -1,0 +1,35 @@
+"""The shipped demo pair (checkpoints/demo): each shipped drafter loads against the shipped verifier and, with
+vanilla SpecDec, leaves the verifier's greedy output unchanged on the demo sentences."""
+from pathlib import Path
+
+import pytest
+
+from fairseq_plugins.api import Translator
+
+DEMO = Path(__file__).resolve().parents[1] / "checkpoints" / "demo"
+SENTENCES = (DEMO / "sentences.en").read_text().splitlines()
+
+
+def load(decoding, **options):
+    return Translator.load(str(DEMO / "verifier.pt"), str(DEMO), decoding=decoding, source_lang="en",
+                           target_lang="de", sentencepiece_model=str(DEMO / "sentencepiece.model"), max_len_a=1.2,
+                           max_len_b=10, **options)
+
+
+@pytest.fixture(scope="module")
+def greedy_translations():
+    return load("beam", beam=1).translate(SENTENCES)
+
+
+@pytest.mark.parametrize("drafter", ["drafter.pt", "drafter-beam5.pt"])
+def test_shipped_drafter_keeps_greedy_output_with_specdec(drafter, greedy_translations):
+    specdec = load("specdec", drafter=str(DEMO / drafter))
+    assert specdec.translate(SENTENCES) == greedy_translations
+    assert specdec.generator.stats.summary()["mean_accepted_per_iteration"] > 1.5  # the drafts do get accepted
+
+
+def test_specdecpp_with_the_beam5_drafter_translates_every_sentence(greedy_translations):
+    specdecpp = load("specdec++", drafter=str(DEMO / "drafter-beam5.pt"))
+    translations = specdecpp.translate(SENTENCES)
+    assert len(translations) == len(SENTENCES) and all(translations)
+    assert specdecpp.generator.stats.summary()["mean_accepted_per_iteration"] > 2.0
