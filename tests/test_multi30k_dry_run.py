@@ -1,5 +1,6 @@
 """recipes/multi30k-cpu.sh in DRY_RUN mode: every stage (data, verifier, averaging,
-distillation, drafter, latency table) runs on a tiny slice of the local Multi30k copy."""
+distillation, drafter, its head, the SpecDec++ drafter, latency table) runs on a tiny slice of the local Multi30k
+copy."""
 import os
 import re
 import subprocess
@@ -19,13 +20,16 @@ def test_multi30k_recipe_dry_run(tmp_path):
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:]
     for stage in ("1/6 data", "2/6 verifier", "3/6 distillation", "4/6 drafter", "4/6 the drafter's sequential head",
-                  "5/6 double-token", "6/6 latency"):
+                  "4/6 the SpecDec++ drafter", "5/6 double-token", "6/6 latency"):
         assert stage in proc.stdout
     assert re.search(r"update 20/20: loss [\d.]+ with the head", proc.stdout)
     assert (tmp_path / "drafter" / "with_head.pt").exists()  # the drafter the latency stage ran
     table = (tmp_path / "results" / "multi30k-test2016.md").read_text()
     rows = re.findall(r"^\| (\S+) \| 1 \|", table, re.M)
     assert {"beam1", "beam5", "specdec", "iad", "gs-jacobi", "drafter-only"} <= set(rows)
+    specdecpp_drafter = tmp_path / "drafter-beam5" / "checkpoint_best.pt"  # fine-tuned on beam-5 translations
+    assert f"specdec++:drafter_path={specdecpp_drafter}" in rows
+    assert (tmp_path / "distilled-beam5" / "bin" / "train.en-de.de.bin").exists()
     for name in ("beam1", "specdec", "iad", "gs-jacobi", "hybrid-jacobi"):  # lossless: 0 differ from greedy
         assert re.search(rf"^\| {re.escape(name)} \| .* \| 0 \|$", table, re.M), name
     assert (tmp_path / "results" / "multi30k-test2016.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
