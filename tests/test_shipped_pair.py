@@ -28,7 +28,7 @@ def test_shipped_drafter_keeps_greedy_output_with_specdec(drafter, greedy_transl
     assert specdec.generator.stats.summary()["mean_accepted_per_iteration"] > 1.5  # the drafts do get accepted
 
 
-def test_specdecpp_with_the_beam5_drafter_translates_every_sentence(greedy_translations):
+def test_specdecpp_with_the_beam5_drafter_translates_every_sentence():
     specdecpp = load("specdec++", drafter=str(DEMO / "drafter-beam5.pt"))
     translations = specdecpp.translate(SENTENCES)
     assert len(translations) == len(SENTENCES) and all(translations)
