@@ -32,7 +32,7 @@ main() {
   DECODERS=${DECODERS:-$("$PYTHON" -c "from fairseq_plugins.bench.decoders import default_decoders as d; print(d())"),oracle,bound}
   local recipes=$REPO/recipes verifier=$OUT/verifier/checkpoint_avg$NUM_AVG.pt
   local drafter=$OUT/drafter/checkpoint_best.pt results=$OUT/results/multi30k-test2016
-  local specdecpp_drafter=$OUT/drafter-beam5/checkpoint_best.pt
+  local with_head=$OUT/drafter/with_head.pt specdecpp_drafter=$OUT/drafter-beam5/checkpoint_best.pt
   if [ "$DRY_RUN" = 1 ]; then NUM_AVG=2; verifier=$OUT/verifier/checkpoint_avg2.pt; fi
 
   log "1/6 data"
@@ -60,7 +60,6 @@ main() {
   fi
   if [ "$HEAD_UPDATES" != 0 ]; then
     log "4/6 the drafter's sequential head ($HEAD_UPDATES updates, the drafter frozen)"
-    local with_head=$OUT/drafter/with_head.pt
     if ! all_exist "$with_head"; then
       "$PYTHON" -m fairseq_plugins.scripts.train_sequential_head "$OUT/distilled/bin" --drafter "$drafter" \
         --save-to "$with_head" --updates "$HEAD_UPDATES" --threads "$THREADS"
@@ -80,7 +79,7 @@ main() {
     fi
     DECODERS=$DECODERS,specdec++:drafter_path=$specdecpp_drafter
   fi
-  if [ "$HEAD_UPDATES" != 0 ]; then drafter=$OUT/drafter/with_head.pt; fi
+  if [ "$HEAD_UPDATES" != 0 ]; then drafter=$with_head; fi   # the latency stage drafts through the head
   if [ -n "$double_token_pid" ]; then
     log "5/6 double-token systems: waiting for the training, then BLEU and tokens/s side by side"
     wait "$double_token_pid" || die "double-token training failed; see $OUT/double-token/train.log"

@@ -4,16 +4,16 @@ from pathlib import Path
 
 import pytest
 
+from fairseq_plugins import quickstart
 from fairseq_plugins.api import Translator
 
-DEMO = Path(__file__).resolve().parents[1] / "checkpoints" / "demo"
-SENTENCES = (DEMO / "sentences.en").read_text().splitlines()
+DEMO, VERIFIER, _DRAFTER, SENTENCES, OPTIONS = quickstart.demo_pair(
+    Path(__file__).resolve().parents[1] / "checkpoints" / "demo")
 
 
 def load(decoding, **options):
-    return Translator.load(str(DEMO / "verifier.pt"), str(DEMO), decoding=decoding, source_lang="en",
-                           target_lang="de", sentencepiece_model=str(DEMO / "sentencepiece.model"), max_len_a=1.2,
-                           max_len_b=10, **options)
+    return Translator.load(str(VERIFIER), str(DEMO), decoding=decoding, max_len_a=1.2, max_len_b=10, **OPTIONS,
+                           **options)
 
 
 @pytest.fixture(scope="module")

@@ -26,26 +26,32 @@ references = [line.rstrip("\n") for line in open(f"{demo_pair.RUNS}/m30raw/{spli
 tgt_dict, src_dict = translator.task.target_dictionary, translator.task.source_dictionary
 
 
-def oracle_of(beam: int) -> OracleDrafter:
-    """An oracle drafting the verifier's beam-``beam`` translation of each source."""
+def translations(beam: int):
+    """The verifier's beam-``beam`` translation of each source: token ids (EOS appended)."""
     pieces = open(f"{demo_pair.RUNS}/s61/{split}-beam{beam}.pieces").read().splitlines()
-    targets = {tuple(translator.encode(s).tolist()): inference.encode(tgt_dict, p) for s, p in zip(sources, pieces)}
+    return [inference.encode(tgt_dict, p) for p in pieces]
+
+
+def oracle_of(tokens) -> OracleDrafter:
+    """An oracle drafting ``tokens[i]`` for source i."""
+    targets = {tuple(translator.encode(s).tolist()): t for s, t in zip(sources, tokens)}
     return OracleDrafter(targets, src_dict.pad(), tgt_dict.pad())
 
 
-def detok(beam: int):
-    return [tgt_dict.string(inference.encode(tgt_dict, p), bpe_symbol="sentencepiece")
-            for p in open(f"{demo_pair.RUNS}/s61/{split}-beam{beam}.pieces").read().splitlines()]
+def detok(tokens):
+    return [tgt_dict.string(t, bpe_symbol="sentencepiece") for t in tokens]
 
 
 def bleu(lines) -> float:
     return sacrebleu.corpus_bleu(lines, [references]).score
 
 
-greedy, beam5 = detok(1), detok(5)
+greedy_tokens, beam5_tokens = translations(1), translations(5)
+greedy, beam5 = detok(greedy_tokens), detok(beam5_tokens)
 print(f"{split}: greedy BLEU {bleu(greedy):.2f}, beam 5 {bleu(beam5):.2f}; specdec++ beta {beta} tau {tau}:")
 demo_drafter = translator.generator.drafter
-for name, drafter in [("greedy oracle", oracle_of(1)), ("beam-5 oracle", oracle_of(5)), ("demo drafter", demo_drafter)]:
+for name, drafter in [("greedy oracle", oracle_of(greedy_tokens)), ("beam-5 oracle", oracle_of(beam5_tokens)),
+                      ("demo drafter", demo_drafter)]:
     with torch.no_grad():
         lines, tokens_per_iteration, _ = demo_pair.decode_with(translator, sources, drafter)
     differ = sum(a != b for a, b in zip(lines, greedy))
