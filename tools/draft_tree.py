@@ -1,12 +1,11 @@
-"""SpecDec verifying a draft tree in one verifier pass: issue 13's other GPU lever, an experiment.
+"""SpecDec verifying a draft tree in one verifier pass: an experimental decoder, not registered by default.
 
 The block drafter's k drafts are its top-1 token at each position. Its 2nd and 3rd tokens are often the verifier's
-choice where the top-1 is not (docs/results.md, "Draft trees": simulated on teacher-forced drafts of the demo
-drafter, top-3 branches at every position followed by 2 tokens of the main draft reach 4.03 tokens per iteration
-against 3.12, +29 %, for 61 verified tokens instead of 11; built, all 1,000 test2016 sentences: 4.47 against 3.58).
-On a CPU the wider block costs more than it gains (61 % more per iteration on the AVX-512 EPYC: 3.18x stock greedy
-against the chain's 4.11x); on a GPU at batch 1 a verifier pass is launch-bound (docs/results.md, GPU), so the wider
-block is nearly free.
+choice where the top-1 is not: with an earlier demo pair, top-3 branches at every position followed by 2 tokens of
+the main draft verify 4.47 tokens per iteration on test2016 against the chain's 3.58, for 61 verified positions
+instead of 11.
+On a CPU the wider block costs more than it gains (3.18x stock greedy against the chain's 4.11x); on a GPU at batch 1
+a verifier pass is bound by kernel launches, so the wider block is nearly free.
 
 The tree (``TreeShape``, static for a draft width k': A candidates per position at the first P positions, C
 continuation tokens per branch):
@@ -26,10 +25,10 @@ keys/values are then moved to the slots valid .. valid + depth, and the core's r
 greedy's by construction. With SpecDec++'s rule (top-beta, tau) a token passes when it is among its parent's
 top-beta within tau; the first passing branch at n is taken.
 
-    FAIRSEQ_PLUGINS_DECODERS=docs/experiments/draft_tree.py python -m fairseq_plugins.bench.latency ... \\
+    FAIRSEQ_PLUGINS_DECODERS=tools/draft_tree.py python -m fairseq_plugins.bench.latency ... \\
         --decoders beam1,specdec,specdec-tree
-    FAIRSEQ_PLUGINS_DECODERS=docs/experiments/draft_tree.py RUNS=... python docs/experiments/draft_tree.py \\
-        [SENTENCES] [DEVICE] [DRAFT_LENGTH] [A C P]   # outputs and tokens per iteration vs specdec's
+    FAIRSEQ_PLUGINS_DECODERS=tools/draft_tree.py python tools/draft_tree.py \\
+        [SENTENCES_FILE] [DEVICE] [DRAFT_LENGTH] [A C P]   # outputs and tokens per iteration vs specdec's
 
 ``specdec-tree`` and ``specdec++-tree`` take the options of ``specdec`` and ``specdec++`` and the tree's shape:
 ``--tree-ranks`` A (3), ``--tree-continuation`` C (2), ``--tree-positions`` P (0: every position; harness rows
@@ -281,25 +280,29 @@ if __name__.startswith("fairseq_plugins_extra_"):  # imported by the registry (F
 
 
 def main(argv):
-    """Decode the first SENTENCES test2016 sentences with ``specdec`` and ``specdec-tree``: the outputs must be
-    equal; prints both decoders' tokens per iteration."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import demo_pair
+    """Translate SENTENCES_FILE (default: the demo's sentences.en) with the demo pair's ``specdec`` and
+    ``specdec-tree``: the outputs must be equal; prints both decoders' tokens per iteration."""
+    from fairseq_plugins.api import Translator
 
-    count = int(argv[0]) if argv else 100
+    demo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "checkpoints", "demo")
+    path = argv[0] if argv else os.path.join(demo, "sentences.en")
     device = argv[1] if len(argv) > 1 else "cpu"
     draft_length = argv[2] if len(argv) > 2 else "fixed"
     shape = dict(zip(("tree_ranks", "tree_continuation", "tree_positions"), (int(a) for a in argv[3:6])))
-    sentences = demo_pair.raw_sentences(count)
+    with open(path) as f:
+        sentences = [line.strip() for line in f if line.strip()]
     outputs, per_iteration = {}, {}
     for decoding in ("specdec", "specdec-tree"):
         extra = shape if decoding == "specdec-tree" else {}
-        translator = demo_pair.load(decoding=decoding, device=device, draft_length=draft_length,
-                                    sentencepiece_model="checkpoints/demo/sentencepiece.model", **extra)
+        translator = Translator.load(os.path.join(demo, "verifier.pt"), demo, drafter=os.path.join(demo, "drafter.pt"),
+                                     decoding=decoding, source_lang="en", target_lang="de", device=device,
+                                     sentencepiece_model=os.path.join(demo, "sentencepiece.model"),
+                                     max_len_a=1.2, max_len_b=10, draft_length=draft_length, **extra)
         outputs[decoding] = translator.translate(sentences)
         summary = translator.generator.stats.summary()
         per_iteration[decoding] = (f"{summary['mean_accepted_per_iteration']:.2f} tokens per iteration, "
                                    f"{summary['mean_iterations']:.2f} iterations per sentence")
+    count = len(sentences)
     same = sum(a == b for a, b in zip(outputs["specdec"], outputs["specdec-tree"]))
     print(f"{count} sentences on {device}, --draft-length {draft_length}, tree {shape or 'default'}: "
           f"outputs equal {same}/{count}")

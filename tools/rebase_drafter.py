@@ -1,4 +1,4 @@
-"""Carry a trained drafter over to a verifier whose encoder has changed (issue 12: a verifier trained on, whole).
+"""Carry a trained drafter over to a verifier whose encoder has changed (a verifier trained further, whole).
 
 A shared-encoder drafter holds a copy of its verifier's encoder and that encoder's fingerprint, and decoding refuses
 any other verifier.  When the verifier is trained further, its encoder changes, and so does what the drafter's
@@ -7,7 +7,7 @@ decoder reads.  This writes a checkpoint to start the drafter's fine-tune from (
 verifier's encoder weights, and the new fingerprint.  Its decoder still expects the old encoder's output, so it is a
 starting point for that fine-tune, not a drafter to decode with.
 
-    python docs/experiments/rebase_drafter.py DRAFTER VERIFIER OUT
+    python tools/rebase_drafter.py DRAFTER VERIFIER OUT
 """
 import sys
 

@@ -1,27 +1,15 @@
-"""docs/experiments/rebase_drafter.py: a shared-encoder drafter carried over to a verifier trained on (its encoder
+"""tools/rebase_drafter.py: a shared-encoder drafter carried over to a verifier trained on (its encoder
 changed) keeps its decoder, takes the new encoder and its fingerprint, and so fits the new verifier, not the old."""
 import copy
-import importlib.util
 
 import pytest
 import torch
 
-from conftest import REPO
 from drafter_helpers import DictTask, drafter_args, load_verifier
 from fairseq_plugins.decoding.compatibility import encoder_problems
 from fairseq_plugins.models.block_drafter import BlockDrafterModel
 from fairseq_plugins.models.drafter_init import encoder_fingerprint
-
-
-def load_experiment():
-    path = REPO / "docs" / "experiments" / "rebase_drafter.py"
-    spec = importlib.util.spec_from_file_location("rebase_drafter_experiment", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-rebase_drafter = load_experiment()
+from tools import rebase_drafter
 
 
 @pytest.fixture(scope="module")

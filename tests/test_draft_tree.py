@@ -1,30 +1,17 @@
-"""Parity of the draft-tree experiment (docs/experiments/draft_tree.py): verifying the drafter's top-A tokens as a
+"""Parity of the experimental draft-tree decoder (tools/draft_tree.py): verifying the drafter's top-A tokens as a
 tree gives fairseq's --beam 1 output, token for token and score for score, on random tiny verifiers (float64),
 ragged batches and drafters whose right token sits at any rank, or at none."""
-import importlib.util
-
 import pytest
 import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
 from fairseq_plugins.decoding.drafters import Draft, Drafter
 from fairseq_plugins_compat.errors import PluginError
 from test_speculative_parity import DICT, RandomDrafter, assert_same_hypotheses, greedy
 from tiny_models import build_transformer, make_batch
-
-
-def load_experiment():
-    path = REPO / "docs" / "experiments" / "draft_tree.py"
-    spec = importlib.util.spec_from_file_location("draft_tree_experiment", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # not through the registry: specdec-tree is not registered
-    return module
-
-
-draft_tree = load_experiment()
+from tools import draft_tree  # imported, not through the registry: specdec-tree stays unregistered
 
 
 class RankedDrafter(Drafter):
