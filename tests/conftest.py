@@ -124,8 +124,8 @@ def tiny_checkpoint(reverse_data, tmp_path_factory):
 @pytest.fixture(autouse=True)
 def pack_small_weights(monkeypatch):
     """The tiny test models have only small weights, which the products keep on F.linear by
-    default (fast_decoder.SMALL_WEIGHT): in-process tests pack them all, so that the packed and
+    default (linears.SMALL_WEIGHT): in-process tests pack them all, so that the packed and
     int8 paths stay tested (tests/test_fast_verifier.py checks the default itself)."""
-    from fairseq_plugins.decoding import fast_decoder
+    from fairseq_plugins.decoding import linears
 
-    monkeypatch.setattr(fast_decoder, "SMALL_WEIGHT", 0)
+    monkeypatch.setattr(linears, "SMALL_WEIGHT", 0)

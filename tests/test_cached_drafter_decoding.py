@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from drafter_helpers import build_drafter, build_verifier, make_dictionary
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
-from fairseq_plugins.decoding.fast_decoder import HalfWeightLinears, half_weights_available
+from fairseq_plugins.decoding.linears import HalfWeightLinears, half_weights_available
 from fairseq_plugins.decoding.specdec import BlockDrafter
 from tiny_models import make_batch, round_to_half
 
@@ -115,7 +115,7 @@ def test_default_draft_vocabulary_covers_95_percent_of_the_counts():
        k=st.integers(1, 4), adaptive=st.booleans(), limit=st.sampled_from([0, 9]))
 def test_int8_drafter_keeps_greedy_output(seed, src_lengths, k, adaptive, limit):
     """``--drafter-precision int8``: the drafter's products in int8, the output still greedy's."""
-    from fairseq_plugins.decoding.fast_decoder import Int8Linears
+    from fairseq_plugins.decoding.linears import Int8Linears
 
     verifier = build_verifier(DICT, seed=seed)
     drafter = build_drafter(DICT, seed=seed + 1)
@@ -158,7 +158,7 @@ def test_int8_drafter_proposes_close_to_the_float_one():
     """int8 weights and inputs: log-probs within quantisation error of float's (same shapes,
     renormalised over the limited vocabulary)."""
     from fairseq_plugins.decoding.drafters import BatchStart
-    from fairseq_plugins.decoding.fast_decoder import Int8Linears
+    from fairseq_plugins.decoding.linears import Int8Linears
 
     drafter = build_drafter(DICT, seed=5)
     batch = make_batch(DICT, [4, 7, 2], seed=2)
@@ -184,7 +184,7 @@ def test_drafter_precision_option():
     where they are float16 numbers, packed elsewhere); fp16 and int8 refused where they cannot run."""
     from types import SimpleNamespace
 
-    from fairseq_plugins.decoding.fast_decoder import Int8Linears, PackedLinears, packed_available
+    from fairseq_plugins.decoding.linears import Int8Linears, PackedLinears, packed_available
     from fairseq_plugins.decoding.specdec import drafter_linear
     from fairseq_plugins_compat.errors import PluginError
 
@@ -219,12 +219,12 @@ def test_a_cpu_without_fbgemm_or_onednn_decodes_with_plain_products(monkeypatch)
     drafter products is a one-line error."""
     from types import SimpleNamespace
 
-    from fairseq_plugins.decoding import fast_decoder, specdec
+    from fairseq_plugins.decoding import linears, specdec
     from fairseq_plugins.decoding.builder import verifier_linear
     from fairseq_plugins_compat.errors import PluginError
 
-    for module, name in ((fast_decoder, "half_weights_available"), (fast_decoder, "packed_available"),
-                         (fast_decoder, "int8_available"), (specdec, "half_weights_available"),
+    for module, name in ((linears, "half_weights_available"), (linears, "packed_available"),
+                         (linears, "int8_available"), (specdec, "half_weights_available"),
                          (specdec, "int8_available")):
         monkeypatch.setattr(module, name, lambda: False)
 
@@ -237,7 +237,7 @@ def test_a_cpu_without_fbgemm_or_onednn_decodes_with_plain_products(monkeypatch)
     drafter = build_drafter(DICT, seed=8)
     verifier_products = verifier_linear("auto", verifier, "specdec")
     drafter_products = specdec.drafter_linear(SimpleNamespace(drafter_precision="auto"), "specdec", drafter)
-    assert verifier_products is fast_decoder.float_linear and drafter_products is fast_decoder.float_linear
+    assert verifier_products is linears.float_linear and drafter_products is linears.float_linear
     for precision in ("fp16", "int8"):
         with pytest.raises(PluginError, match="this PyTorch has no fbgemm"):
             specdec.drafter_linear(SimpleNamespace(drafter_precision=precision), "specdec", drafter)

@@ -14,7 +14,7 @@ from fairseq.data import Dictionary, LanguagePairDataset
 from fairseq.models import ARCH_CONFIG_REGISTRY
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 from fairseq_plugins.double_token.dataset import DECODING_TARGET, DecodingOrderDataset
-from fairseq_plugins.decoding.fast_decoder import packed_available
+from fairseq_plugins.decoding.linears import packed_available
 from fairseq_plugins.double_token.generator import DoubleTokenGenerator
 from fairseq_plugins.double_token.reorder import (
     TARGET_ORDERS,

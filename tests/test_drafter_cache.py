@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from drafter_helpers import build_drafter, make_dictionary, random_batch
-from fairseq_plugins.decoding.fast_decoder import PackedLinears, packed_available
+from fairseq_plugins.decoding.linears import PackedLinears, packed_available
 from fairseq_plugins.models.drafter_cache import DrafterCache
 from fairseq_plugins_compat.errors import PluginError
 

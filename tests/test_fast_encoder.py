@@ -5,7 +5,7 @@ parity tests of test_fast_verifier.py, whose generator encodes with it.)"""
 import pytest
 import torch
 
-from fairseq_plugins.decoding.fast_decoder import PackedLinears, float_linear
+from fairseq_plugins.decoding.linears import PackedLinears, float_linear
 from fairseq_plugins.decoding.fast_encoder import FastEncoder, encoder_function, fast_encoder_problems
 from test_fast_verifier import DICT, LINEARS, build_model
 from tiny_models import make_batch

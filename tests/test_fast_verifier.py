@@ -11,9 +11,8 @@ from fairseq.models.transformer import TransformerModel, base_architecture
 from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
-from fairseq_plugins.decoding import fast_decoder
-from fairseq_plugins.decoding.fast_decoder import (HalfWeightLinears, Int8Linears, PackedLinears, float_linear,
-                                                  half_weights_available, int8_available, packed_available)
+from fairseq_plugins.decoding.linears import (HalfWeightLinears, Int8Linears, PackedLinears, float_linear,
+                                             half_weights_available, int8_available, packed_available)
 from fairseq_plugins.decoding.incremental import VerifierCache
 from tiny_models import DictTask, build_transformer, make_batch, make_dictionary, round_to_half
 from test_speculative_parity import RandomDrafter
@@ -127,12 +126,12 @@ def test_packed_linear_is_the_float32_projection():
 
 @pytest.mark.skipif(not (packed_available() and int8_available()), reason="no oneDNN packed or fbgemm int8 linear")
 def test_small_weights_keep_f_linear(monkeypatch):
-    """Below ``min_elements`` (default fast_decoder.SMALL_WEIGHT) a projection runs F.linear,
+    """Below ``min_elements`` (default linears.SMALL_WEIGHT) a projection runs F.linear,
     fairseq's own numbers, in PackedLinears and Int8Linears alike; larger weights are packed."""
     torch.manual_seed(0)
     small, large = torch.nn.Linear(64, 32), torch.nn.Linear(64, 48)
     x = torch.randn(7, 64)
-    monkeypatch.setattr(fast_decoder, "SMALL_WEIGHT", 64 * 40)
+    monkeypatch.setattr("fairseq_plugins.decoding.linears.SMALL_WEIGHT", 64 * 40)
     for linears in (PackedLinears(), Int8Linears()):
         assert torch.equal(linears(small)(x), torch.nn.functional.linear(x, small.weight, small.bias))
         torch.testing.assert_close(linears(large)(x), torch.nn.functional.linear(x, large.weight, large.bias),
@@ -310,7 +309,8 @@ def test_lean_layers_are_built_once_and_again_after_any_change():
     """The generator's ``BuiltOnce`` keeps a decoder's lean layers from one batch to the next,
     and builds them again when a weight changes in place, a parameter or a submodule is
     replaced or added, or the decoder leaves eval mode (then there are none: fairseq's layers run)."""
-    from fairseq_plugins.decoding.fast_decoder import BuiltOnce, lean_layers
+    from fairseq_plugins.decoding.built_once import BuiltOnce
+    from fairseq_plugins.decoding.fast_decoder import lean_layers
 
     model, built = build_model(0), BuiltOnce()
     decoder = model.decoder

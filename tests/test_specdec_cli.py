@@ -64,7 +64,7 @@ def test_cuda_graph_steps_equal_greedy_through_fairseq_generate(reverse_data, ti
 def test_fp16_exported_pair_equals_greedy(reverse_data, tiny_checkpoint, drafter, tmp_path):
     """A pair exported with ``export_checkpoint --fp16`` (weights that are float16 numbers, loaded
     as float32): the defaults store them as float16 in the verifier's and the drafter's products
-    (fast_decoder.HalfWeightLinears), and the output is still ``--beam 1``'s on that checkpoint."""
+    (linears.HalfWeightLinears), and the output is still ``--beam 1``'s on that checkpoint."""
     from fairseq_plugins.scripts.export_checkpoint import export
 
     verifier, small_drafter = tmp_path / "verifier.pt", tmp_path / "drafter.pt"

@@ -5,7 +5,7 @@ import logging
 
 import torch
 
-from fairseq_plugins.decoding import options
+from fairseq_plugins.decoding import linears, options
 from fairseq_plugins.decoding.acceptance import is_lossless
 from fairseq_plugins.decoding.core import SpeculativeGenerator
 from fairseq_plugins_compat.errors import PluginError
@@ -39,18 +39,15 @@ def verifier_linear(choice: str, verifier, name: str = "decoding"):
     model: ``auto``: float16-stored weights where they are float16 numbers
     (``HalfWeightLinears``), oneDNN-packed float32 for the others; ``packed``: oneDNN-packed
     float32 for all; ``plain`` (and CUDA, other dtypes, a PyTorch without those kernels): ``F.linear``."""
-    from fairseq_plugins.decoding.fast_decoder import (float32_linears, float_linear, half_exact,
-                                                       half_weights_available, packed_or_plain)
-
     param = next(verifier.parameters())
     if choice == "plain" or param.device.type != "cpu" or param.dtype != torch.float32:
-        return float_linear
+        return linears.float_linear
     if choice != "auto":
-        return packed_or_plain()
-    if half_weights_available() and all(half_exact(p) for p in verifier.parameters() if p.dim() == 2):
+        return linears.packed_or_plain()
+    if linears.half_weights_available() and all(linears.half_exact(p) for p in verifier.parameters() if p.dim() == 2):
         logger.info(f"{name}: the verifier's weights are float16 numbers: its products read them stored as "
                     "float16, in float32 arithmetic (--verifier-matmul packed: float32 storage)")
-    return float32_linears()
+    return linears.float32_linears()
 
 
 def log_stats_at_exit(stats, name):

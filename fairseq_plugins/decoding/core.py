@@ -16,9 +16,10 @@ from torch import Tensor
 
 from fairseq_plugins.decoding import acceptance, draft_length
 from fairseq_plugins.decoding.drafters import BatchStart, Iteration, draft_tokens
-from fairseq_plugins.decoding.fast_decoder import BuiltOnce, float_linear
+from fairseq_plugins.decoding.built_once import BuiltOnce
 from fairseq_plugins.decoding.fast_encoder import encoder_function
 from fairseq_plugins.decoding.incremental import VerifierCache
+from fairseq_plugins.decoding.linears import float_linear
 from fairseq_plugins.decoding.stats import DecodingStats
 from fairseq_plugins_compat.errors import PluginError
 
@@ -90,7 +91,7 @@ class SpeculativeGenerator:
     def __init__(self, verifier, tgt_dict, drafter, cfg: SpeculativeConfig, stats: DecodingStats = None,
                  verifier_linear=float_linear):
         self.verifier = verifier
-        self.verifier_linear = verifier_linear  # how the verifier cache runs an nn.Linear (fast_decoder)
+        self.verifier_linear = verifier_linear  # how the verifier cache runs an nn.Linear (``linears``)
         verifier.eval()
         self.drafter = drafter
         self.cfg = cfg

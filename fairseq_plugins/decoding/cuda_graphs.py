@@ -32,7 +32,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_plugins.decoding.drafters import Draft, Drafter
-from fairseq_plugins.decoding.fast_decoder import FastLayer, fast_path_problems, float_linear, lean_layers, split_heads
+from fairseq_plugins.decoding.fast_decoder import FastLayer, fast_path_problems, lean_layers
+from fairseq_plugins.decoding.layer_parts import split_heads
+from fairseq_plugins.decoding.linears import float_linear
 from fairseq_plugins.decoding.incremental import (VerifierCache, decoder_input, decoder_output_states,
                                                    embed_positions_at, output_layer)
 from fairseq_plugins.models import drafter_blocks

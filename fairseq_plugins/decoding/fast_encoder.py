@@ -1,5 +1,5 @@
 """A lean inference forward of fairseq's transformer encoder, its ``nn.Linear`` products run
-by a given function (``fast_decoder.PackedLinears``: float32 weights packed once).
+by a given function (``linears.PackedLinears``: float32 weights packed once).
 
 fairseq's encoder multiplies every source token through ``F.linear``, which re-arranges each
 weight on every call; the verifier's encoder then costs more than half a greedy step per
@@ -20,7 +20,9 @@ from fairseq.modules import LayerDropModuleList
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 from torch import Tensor, nn
 
-from fairseq_plugins.decoding.fast_decoder import BuiltOnce, Linear, attend, attention_problems, plain_norm, split_heads
+from fairseq_plugins.decoding.built_once import BuiltOnce
+from fairseq_plugins.decoding.layer_parts import attend, attention_problems, plain_norm, split_heads
+from fairseq_plugins.decoding.linears import Linear, float_linear
 
 
 def fast_encoder_problems(encoder) -> List[str]:
@@ -105,8 +107,6 @@ def encoder_function(encoder, linear: Linear, built: Optional[BuiltOnce] = None)
     """How to encode with ``linear``'s products: a :class:`FastEncoder` when ``linear`` is not
     plain ``F.linear`` and the encoder is a standard one, else fairseq's own encoder; reused
     from ``built`` while the encoder is unchanged."""
-    from fairseq_plugins.decoding.fast_decoder import float_linear
-
     if linear is float_linear:
         return encoder
 

@@ -29,7 +29,9 @@ from fairseq.models.transformer import TransformerDecoderBase
 from fairseq.modules import SinusoidalPositionalEmbedding
 from torch import Tensor, nn
 
-from fairseq_plugins.decoding.fast_decoder import BuiltOnce, FastDecoderLayers, float_linear, lean_layers
+from fairseq_plugins.decoding.built_once import BuiltOnce
+from fairseq_plugins.decoding.fast_decoder import FastDecoderLayers, lean_layers
+from fairseq_plugins.decoding.linears import float_linear
 from fairseq_plugins_compat.errors import PluginError
 
 
@@ -165,9 +167,9 @@ class VerifierCache:
     It owns the decoding positions: row i has ``valid[i]`` tokens in the cache, so the
     next token it is fed is at decoding step ``valid[i]`` (fairseq position
     ``step + padding_idx + 1``).  ``fast=False`` forces the fairseq-layer fallback; ``linear``
-    runs the fast layers' and the output layer's ``nn.Linear`` (``fast_decoder.float_linear``:
-    as fairseq; ``fast_decoder.PackedLinears``: float32 with weights packed once); ``built``:
-    the generator's ``fast_decoder.BuiltOnce``, which keeps the lean layers' weights from one
+    runs the fast layers' and the output layer's ``nn.Linear`` (``linears.float_linear``:
+    as fairseq; ``linears.PackedLinears``: float32 with weights packed once); ``built``:
+    the generator's ``built_once.BuiltOnce``, which keeps the lean layers' weights from one
     batch to the next.  Every ``forward_block`` is followed by a ``rollback`` (the fast path writes each
     block at the rows' valid lengths, over whatever the last block left there).
     """

@@ -13,8 +13,8 @@ from fairseq_plugins.decoding import cuda_graphs
 from fairseq_plugins.decoding.acceptance import is_lossless
 from fairseq_plugins.decoding.builder import build_speculative, load_drafter
 from fairseq_plugins.decoding.drafters import Draft, Drafter
-from fairseq_plugins.decoding.fast_decoder import (BuiltOnce, Int8Linears, float32_linears, half_weights_available,
-                                                     int8_available)
+from fairseq_plugins.decoding.built_once import BuiltOnce
+from fairseq_plugins.decoding.linears import Int8Linears, float32_linears, half_weights_available, int8_available
 from fairseq_plugins.decoding.options import HEAD_CANDIDATES, DrafterModelOptions, head_candidates
 from fairseq_plugins.decoding.registry import register_decoder
 from fairseq_plugins.models.drafter_cache import DrafterCache
@@ -91,7 +91,7 @@ class BlockDrafter(Drafter):
                  head_candidates: int = HEAD_CANDIDATES):
         self.model = model
         self.vocab_limit = vocab_limit
-        self.linear = linear  # how the cached drafter runs an nn.Linear (None: float; fast_decoder.Int8Linears)
+        self.linear = linear  # how the cached drafter runs an nn.Linear (None: float; linears.Int8Linears)
         self.built = BuiltOnce()  # the drafter cache's lean layers, reused from batch to batch
         model.eval()
         self.encoder_out = None

@@ -11,7 +11,7 @@ hypothesis dicts (``tokens`` in natural order ending with eos, ``score``,
 """
 import torch
 
-from fairseq_plugins.decoding.fast_decoder import PackedLinears, packed_linears
+from fairseq_plugins.decoding.linears import PackedLinears, packed_linears
 from fairseq_plugins.double_token.dataset import start_tokens
 from fairseq_plugins.double_token.reorder import TOKENS_PER_STEP, natural_indices
 from fairseq_plugins.double_token.search import SearchConfig, beam_search, greedy_search
@@ -172,7 +172,7 @@ class ReorderingGenerator:
 
 class PackedLinearsGenerator:
     """Runs a generator with the models' float32 linear layers packed for the CPU
-    (``fast_decoder.packed_linears``): on a few rows at a time (a beam, a token pair) PyTorch's
+    (``linears.packed_linears``): on a few rows at a time (a beam, a token pair) PyTorch's
     ``F.linear`` re-arranges the whole weight on every call, which cost the two-tokens-per-step
     greedy search a third of its speed on a CPU (README: Results).  One-row products (greedy
     one token per step) are unchanged; others can differ from ``F.linear``'s in the last bits.

@@ -173,8 +173,8 @@ class DrafterCache:
         vocab_limit: > 0: propose only among the first ``vocab_limit`` dictionary entries
         fast: False forces fairseq's own layers
         linear: how the lean layers and the output layer run an ``nn.Linear``
-            (``fast_decoder.float_linear``, the default, or an ``Int8Linears``)
-        built: the caller's ``fast_decoder.BuiltOnce`` (the lean layers' weights, kept from one
+            (``linears.float_linear``, the default, or an ``Int8Linears``)
+        built: the caller's ``built_once.BuiltOnce`` (the lean layers' weights, kept from one
             batch to the next), or None
         check_prefix: compare, at every proposal, the cached tokens with the caller's (2 host
             synchronisations and ~14 tensor operations); False for a caller whose accepted
@@ -189,7 +189,7 @@ class DrafterCache:
         self.encoder_out = encoder_out
         self.state: Dict[str, Dict[str, Optional[Tensor]]] = {}
         if linear is None:
-            from fairseq_plugins.decoding.fast_decoder import float_linear as linear
+            from fairseq_plugins.decoding.linears import float_linear as linear
         self.layers = _fast_layers(decoder, encoder_out, batch_size, linear, built) if fast else None
         self.project = _output_projection(decoder, vocab_limit, linear)
         device = decoder.embed_tokens.weight.device

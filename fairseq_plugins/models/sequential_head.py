@@ -25,9 +25,9 @@ from fairseq_plugins_compat.errors import PluginError
 
 
 def float_linear(module: nn.Linear):
-    """The projection as a plain function (``decoding.fast_decoder.float_linear``, imported on first use: this module
+    """The projection as a plain function (``decoding.linears.float_linear``, imported on first use: this module
     is imported with every model)."""
-    from fairseq_plugins.decoding.fast_decoder import float_linear as plain
+    from fairseq_plugins.decoding.linears import float_linear as plain
 
     return plain(module)
 
