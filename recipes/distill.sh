@@ -39,7 +39,7 @@ main() {
   WORKERS=${WORKERS:-1}                        # fairseq-preprocess workers
   # more sources: N passes of context-matched word substitutions over the training sources
   # (fairseq_plugins.scripts.augment_sources), translated by the teacher, binarized as train1 (fairseq-train
-  # reads train and train1 together); 0: none. A drafter overfits its sources: docs/results.md
+  # reads train and train1 together); 0: none. A drafter overfits its sources.
   MORE_SOURCES=${MORE_SOURCES:-0}
 
   local text=$OUT/text bin=$OUT/bin t

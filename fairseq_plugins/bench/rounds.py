@@ -58,7 +58,7 @@ def time_in_rounds(rows: List[Row], rounds: int, warmup: int, device: str, progr
     ``warmup`` sentences of the first chunk untimed before its first timing, and (``warmup`` > 0)
     the first batch of each later chunk untimed before timing that chunk: a row is not timed on the
     caches the rows before it evicted (CTranslate2 greedy took 5-12 % longer on 10 test2016 sentences
-    right after stock greedy than right after itself: docs/experiments/row_cold_start.py).
+    right after stock greedy than right after itself).
     Returns row key -> ``Timed`` (failed optional rows are absent; ``on_failure`` was told)."""
     chunks_of = {row.key: interleaved_chunks(row.batches, rounds) for row in rows}
     greedy: GreedyOutputs = {}

@@ -1,7 +1,7 @@
 """SpecDec's batch-1 calls on fixed buffers, replayed as CUDA graphs (``--cuda-graphs``).
 
 On a GPU at batch 1 a small pair is launch-bound: the demo drafter's call dispatches ~137 tensor operations and the
-verifier's block ~151 (``docs/experiments/op_count.py``), 10-13 us each on an H200, whatever their arithmetic. A CUDA
+verifier's block ~151, 10-13 us each on an H200, whatever their arithmetic. A CUDA
 graph replays a whole call as one launch but needs every shape and address fixed, so these run the calls on static
 buffers (batch 1; the lean layers of ``decoding.fast_decoder`` unchanged):
 

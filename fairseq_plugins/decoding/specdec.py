@@ -83,7 +83,7 @@ class BlockDrafter(Drafter):
 
     Its drafts fail independently of the last one, so ``--draft-length measured`` drafts the
     whole block (on Multi30k valid, batch 1: full blocks 1.98-2.04x greedy, shrinking after
-    rejections 1.75-1.93x; docs/results.md)."""
+    rejections 1.75-1.93x)."""
 
     failures_persist = False
 

@@ -1,7 +1,7 @@
 """A sequential head on the block drafter: the block's tokens drafted one after another (Hydra's idea).
 
 The block drafter predicts its k tokens in parallel, each blind to the tokens drafted before it in the block, and so
-drifts from the continuation the verifier takes (docs/results.md: drafted autoregressively the same drafter's drafts
+drifts from the continuation the verifier takes (drafted autoregressively the same drafter's drafts
 survive 4.8-5.0 tokens per iteration on Multi30k, as a block 3.9).  The head keeps the block's one call and only
 changes its output: query j's state x_j (after the last layer norm) is corrected by the embedding of the token
 drafted at j - 1 (for j = 0 the last accepted token), then goes through the drafter's own output layer::

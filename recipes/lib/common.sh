@@ -18,7 +18,7 @@ trap 'rc=$?; echo "[$(date +%H:%M:%S)] FAILED (exit $rc) at ${BASH_SOURCE[0]}:$L
 
 # cpu_training_env: settings for fairseq-train on a CPU.  oneDNN keeps a cache of compiled products (default
 # 1,024 entries); with it a Multi30k double-token trainer in bfloat16 autocast grew past 4 GB within 270 updates
-# (~6.5 GB after hours), with 16 entries it stayed at ~2 GB at the same words/s (docs/results.md)
+# (~6.5 GB after hours), with 16 entries it stayed at ~2 GB at the same words/s
 cpu_training_env() { export ONEDNN_PRIMITIVE_CACHE_CAPACITY=${ONEDNN_PRIMITIVE_CACHE_CAPACITY:-16}; }
 
 # default_num_workers: fairseq-train's data-loading processes, none on a CPU (CPU=1): a worker adds no compute
