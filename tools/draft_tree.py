@@ -47,8 +47,8 @@ from fairseq_plugins.decoding import acceptance
 from fairseq_plugins.decoding.builder import build_speculative
 from fairseq_plugins.decoding.core import SpeculativeGenerator
 from fairseq_plugins.decoding.drafters import draft_tokens
-from fairseq_plugins.decoding.fast_decoder import float_linear
 from fairseq_plugins.decoding.incremental import VerifierCache
+from fairseq_plugins.decoding.linears import float_linear
 from fairseq_plugins.decoding.registry import register_decoder
 from fairseq_plugins.decoding.specdec import BlockDrafter, SpecDecOptions, drafter_linear, specdec_settings
 from fairseq_plugins_compat.errors import PluginError
