@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from drafter_helpers import build_drafter, make_dictionary, random_batch
 from fairseq_plugins.decoding.linears import PackedLinears, packed_available
-from fairseq_plugins.models.drafter_cache import DrafterCache
+from fairseq_plugins.decoding.drafter_cache import DrafterCache
 from fairseq_plugins_compat.errors import PluginError
 
 DICT = make_dictionary(20)

@@ -16,8 +16,8 @@ from drafter_helpers import build_drafter, build_verifier, make_dictionary
 from fairseq_plugins.decoding.core import SpeculativeConfig, SpeculativeGenerator
 from fairseq_plugins.decoding.cuda_graphs import graph_problems
 from fairseq_plugins.decoding.drafters import BatchStart
+from fairseq_plugins.decoding.head_drafting import HeadDrafting
 from fairseq_plugins.decoding.specdec import BlockDrafter
-from fairseq_plugins.models.sequential_head import HeadDrafting
 from test_cli_end_to_end import hypotheses
 from test_specdec_cli import PLUGIN, train_drafter
 

@@ -31,14 +31,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from fairseq_plugins.decoding.drafter_cache import QueryTable, count_queries
 from fairseq_plugins.decoding.drafters import Draft, Drafter
 from fairseq_plugins.decoding.fast_decoder import FastLayer, fast_path_problems, lean_layers
-from fairseq_plugins.decoding.layer_parts import split_heads
-from fairseq_plugins.decoding.linears import float_linear
 from fairseq_plugins.decoding.incremental import (VerifierCache, decoder_input, decoder_output_states,
                                                    embed_positions_at, output_layer)
+from fairseq_plugins.decoding.layer_parts import split_heads
+from fairseq_plugins.decoding.linears import float_linear
 from fairseq_plugins.models import drafter_blocks
-from fairseq_plugins.models.drafter_cache import QueryTable, count_queries
 from fairseq_plugins_compat.errors import PluginError
 
 logger = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class StaticDrafterStep:
 
     decoder: a ``BlockDrafterDecoder`` with causal prefix attention (eval mode) whose layers the lean path runs;
     n_new_max: M (Q is its ``block_size``); vocab_limit: > 0 proposes among the first entries only; head: the
-    drafter's ``models.sequential_head.HeadDrafting`` (None: the block's own drafts), run in the step too.
+    drafter's ``head_drafting.HeadDrafting`` (None: the block's own drafts), run in the step too.
     """
 
     def __init__(self, decoder, n_new_max: int, vocab_limit: int = 0, head=None):

@@ -17,8 +17,9 @@ from fairseq_plugins.decoding.built_once import BuiltOnce
 from fairseq_plugins.decoding.linears import Int8Linears, float32_linears, half_weights_available, int8_available
 from fairseq_plugins.decoding.options import HEAD_CANDIDATES, DrafterModelOptions, head_candidates
 from fairseq_plugins.decoding.registry import register_decoder
-from fairseq_plugins.models.drafter_cache import DrafterCache
-from fairseq_plugins.models.sequential_head import HeadDrafting, head_of
+from fairseq_plugins.decoding.drafter_cache import DrafterCache
+from fairseq_plugins.decoding.head_drafting import HeadDrafting
+from fairseq_plugins.models.sequential_head import head_of
 from fairseq_plugins_compat.errors import PluginError
 
 logger = logging.getLogger(__name__)
@@ -76,10 +77,10 @@ class BlockDrafter(Drafter):
     A drafter trained with ``--share-verifier-encoder`` reads the verifier's encoder output
     (the core encodes once); any other runs its own encoder once per batch.  With a causal
     prefix (the default) the drafter's prefix states are cached across iterations
-    (``models.drafter_cache``): each proposal feeds only the newly accepted tokens and the
+    (``drafter_cache``): each proposal feeds only the newly accepted tokens and the
     queries.  ``propose`` returns the drafted tokens with the drafter's scores (``Draft.lprobs``), or, for a
-    drafter with a sequential head (``models.sequential_head``; ``head_candidates`` > 0), the head's drafts among
-    the block's ``head_candidates`` best tokens at each position, without scores.
+    drafter with a sequential head (``models.sequential_head``, run by ``head_drafting``; ``head_candidates`` > 0),
+    the head's drafts among the block's ``head_candidates`` best tokens at each position, without scores.
 
     Its drafts fail independently of the last one, so ``--draft-length measured`` drafts the
     whole block (on Multi30k valid, batch 1: full blocks 1.98-2.04x greedy, shrinking after

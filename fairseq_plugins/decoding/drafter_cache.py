@@ -1,6 +1,6 @@
 """KV cache of the block NAT drafter's prefix, kept across speculative iterations.
 
-With ``prefix_causal`` (see :mod:`drafter_blocks`) a prefix token never sees the queries
+With ``prefix_causal`` (see ``models.drafter_blocks``) a prefix token never sees the queries
 nor later prefix tokens, so its states depend on the source and the tokens before it
 only: they can be computed once, when the token is accepted, and reused by every later
 proposal.  :class:`DrafterCache` feeds, per proposal, one block through the decoder::
@@ -15,7 +15,7 @@ position embedding), so the queries' embeddings are computed once per batch for 
 (``QueryTable``) and each proposal gathers its rows'.  Two implementations
 of the layers, same numbers (tests/test_drafter_cache.py):
 
-- the lean layers of ``decoding.fast_decoder`` (the verifier's): preallocated buffers, the
+- the lean layers of ``fast_decoder`` (the verifier's): preallocated buffers, the
   block written at each row's ``fed_i``; keeping the new prefix tokens is moving ``fed``
   (the queries' and pads' slots are overwritten by the next block).  Used whenever
   ``fast_path_problems`` finds nothing unusual in the layers.
@@ -37,6 +37,9 @@ from typing import Dict, Optional
 import torch
 from torch import Tensor
 
+from fairseq_plugins.decoding.fast_decoder import FastDecoderLayers, lean_layers
+from fairseq_plugins.decoding.incremental import decoder_output_states, embed_positions_at
+from fairseq_plugins.decoding.linears import float_linear
 from fairseq_plugins.models import drafter_blocks
 from fairseq_plugins_compat.errors import PluginError
 
@@ -70,11 +73,8 @@ def reorder_encoder_out(encoder_out: Dict, rows: Tensor) -> Dict:
 
 
 def _fast_layers(decoder, encoder_out: Dict, batch_size: int, linear, built):
-    """The lean layers of ``decoding.fast_decoder`` for the drafter, or None when they do
-    not support its layers (fairseq's own layers then run).  Imported on first use (see
-    ``embed_positions_at``)."""
-    from fairseq_plugins.decoding.fast_decoder import FastDecoderLayers, lean_layers
-
+    """The lean layers of ``fast_decoder`` for the drafter, or None when they do
+    not support its layers (fairseq's own layers then run)."""
     layers = lean_layers(decoder, linear, built)
     return None if layers is None else FastDecoderLayers(layers, encoder_out, batch_size, decoder.embed_tokens.weight)
 
@@ -87,18 +87,6 @@ def _output_projection(decoder, vocab_limit: int, linear):
     if vocab_limit:
         return lambda x: decoder.output_layer(x)[..., :vocab_limit]
     return decoder.output_layer
-
-
-def embed_positions_at(embed_positions, positions: Tensor) -> Optional[Tensor]:
-    """Positional embeddings (B, m, C) at explicit fairseq positions (B, m), or None:
-    ``decoding.incremental.embed_positions_at``, shared with the verifier's cache.
-
-    Imported on first use: this module is imported with every model, and importing the
-    decoding package from here would import every decoding algorithm with it.
-    """
-    from fairseq_plugins.decoding.incremental import embed_positions_at as at_positions
-
-    return at_positions(embed_positions, positions)
 
 
 def prefix_positions(fed: Tensor, n_new: Tensor, n_prefix: int, pad: int) -> Tensor:
@@ -188,8 +176,7 @@ class DrafterCache:
         self.decoder = decoder
         self.encoder_out = encoder_out
         self.state: Dict[str, Dict[str, Optional[Tensor]]] = {}
-        if linear is None:
-            from fairseq_plugins.decoding.linears import float_linear as linear
+        linear = float_linear if linear is None else linear
         self.layers = _fast_layers(decoder, encoder_out, batch_size, linear, built) if fast else None
         self.project = _output_projection(decoder, vocab_limit, linear)
         device = decoder.embed_tokens.weight.device
@@ -247,7 +234,7 @@ class DrafterCache:
             self._keep_new_prefix(n_new, n_prefix + n_queries)
         if self.check_prefix:
             self.tokens = tokens[:, :longest].clone()
-        states = self._states(queries[:k])
+        states = decoder_output_states(decoder, queries[:k])
         return states, self._logits(states)
 
     def _fairseq_layers(self, x: Tensor, n_prefix: int, n_queries: int, key_padding: Optional[Tensor]) -> Tensor:
@@ -303,18 +290,8 @@ class DrafterCache:
         positions = prefix_positions(self.fed, n_new, n_prefix, decoder.padding_idx)
         return embed_at(decoder, x, positions), key_padding
 
-    def _states(self, x: Tensor) -> Tensor:
-        """Query states (k, B, C) after the last layer -> (B, k, C) before the output layer."""
-        decoder = self.decoder
-        if decoder.layer_norm is not None:
-            x = decoder.layer_norm(x)
-        x = x.transpose(0, 1)
-        if decoder.project_out_dim is not None:
-            x = decoder.project_out_dim(x)
-        return x
-
     def _logits(self, x: Tensor) -> Tensor:
-        """``_states``' (B, k, C) -> logits (B, k, V), float32, banned tokens at -inf.  Only the k
+        """Query states (B, k, C) before the output layer -> logits (B, k, V), float32, banned tokens at -inf.  Only the k
         returned queries reach the output layer; with a ``vocab_limit`` N only its first N rows
         (fairseq dictionaries are sorted by frequency), V = N (the log-softmax renormalises over them)."""
         logits = self.project(x).float()
