@@ -1,5 +1,6 @@
 """Latency harness (``python -m fairseq_plugins.bench.latency``) on the tiny trained checkpoint:
-the JSON/markdown/PNG outputs, lossless decoders vs greedy, skipped rows, decoder specs, recipe."""
+the JSON/markdown/PNG outputs, lossless decoders vs both greedy rows (fairseq's ``beam1`` and the
+plugin's ``greedy``), the arithmetic cell, markdown sections, skipped rows, decoder specs, recipe."""
 import json
 import os
 import subprocess
@@ -9,14 +10,14 @@ import pytest
 import torch
 
 from conftest import BIN_DIR, REPO
-from fairseq_plugins.bench import ct2, latency
+from fairseq_plugins.bench import arithmetic, ct2, latency, report
 from fairseq_plugins.bench.decoders import parse_decoders, split_specs
 from fairseq_plugins.bench.timing import percentile
 from fairseq_plugins.decoding.registry import decoder_names
 from fairseq_plugins_compat.errors import PluginError
 
-DECODERS = ["beam1", "beam5", "iad", "gs-jacobi"]
-LOSSLESS = ["beam1", "iad", "gs-jacobi"]
+DECODERS = ["beam1", "greedy", "beam5", "iad", "gs-jacobi"]
+LOSSLESS = ["greedy", "iad", "gs-jacobi"]  # compared with beam1
 QUICK = ["--max-len-b", "20", "--warmup", "1", "--no-progress-bar"]  # tiny model: short outputs
 
 
@@ -29,7 +30,7 @@ def harness_args(data, checkpoint, decoders, out=None, sentences=6):
 
 @pytest.fixture(scope="module")
 def bench(reverse_data, tiny_checkpoint, tmp_path_factory):
-    """One harness run with four fairseq decoders (no CTranslate2 rows); (output folder, JSON written)."""
+    """One harness run with five fairseq decoders (no CTranslate2 rows); (output folder, JSON written)."""
     out = tmp_path_factory.mktemp("latency")
     latency.main(harness_args(reverse_data, tiny_checkpoint, ",".join(DECODERS), out) + ["--no-ctranslate2"])
     with open(out / "t.json") as f:
@@ -52,21 +53,32 @@ def test_json_has_a_row_per_decoder_with_positive_latencies(bench):
     assert result["settings"]["sentences"] == 6 and result["skipped"] == []
 
 
-def test_lossless_decoders_match_greedy_and_speedups_are_ratios(bench):
+def test_lossless_decoders_match_both_greedy_rows(bench):
     rows = rows_by_decoder(bench[1])
     for name in LOSSLESS:
-        assert rows[name]["mismatches_vs_greedy"] == 0
+        assert rows[name]["mismatches_vs_greedy"] == 0 and rows[name]["mismatches_vs_greedy_decoder"] == 0, name
         assert rows[name]["bleu"] == rows["beam1"]["bleu"]
-    assert rows["beam1"]["speedup_vs_greedy_median"] == 1.0 and rows["beam1"]["speedup_vs_greedy_total"] == 1.0
-    assert rows["beam5"]["speedup_vs_beam5_median"] == 1.0
-    iad = rows["iad"]
-    assert iad["speedup_vs_greedy_median"] == pytest.approx(rows["beam1"]["median_ms"] / iad["median_ms"])
-    assert iad["speedup_vs_beam5_total"] == pytest.approx(rows["beam5"]["total_s"] / iad["total_s"])
+    beam5 = rows["beam5"]  # each count is at least the outputs of another length than that greedy row's
+    for name, label in (("greedy", "beam1"), ("greedy_decoder", "greedy")):
+        longer_or_shorter = sum(a != b for a, b in zip(beam5["output_lengths"], rows[label]["output_lengths"]))
+        assert longer_or_shorter <= beam5[f"mismatches_vs_{name}"] <= beam5["sentences"]
+
+
+def test_speedups_are_ratios_against_each_baseline(bench):
+    rows = rows_by_decoder(bench[1])
+    for name, label in (("greedy", "beam1"), ("greedy_decoder", "greedy"), ("beam5", "beam5")):
+        base = rows[label]
+        assert base[f"speedup_vs_{name}_median"] == 1.0 and base[f"speedup_vs_{name}_total"] == 1.0
+        for row in rows.values():
+            assert row[f"speedup_vs_{name}_median"] == pytest.approx(base["median_ms"] / row["median_ms"])
+            assert row[f"speedup_vs_{name}_total"] == pytest.approx(base["total_s"] / row["total_s"])
 
 
 def test_iterations_and_accepted_tokens(bench):
     rows = rows_by_decoder(bench[1])
     assert rows["beam1"]["tokens_per_iteration"] == 1.0
+    assert rows["greedy"]["tokens_per_iteration"] == 1.0  # nothing drafted: one verified token per iteration
+    assert rows["greedy"]["iterations"] == rows["beam1"]["iterations"]
     assert rows["beam5"]["mean_iterations"] is None  # beam search: not one step per token
     for name in ("iad", "gs-jacobi"):  # same output as greedy in at most as many iterations
         assert rows[name]["tokens_per_iteration"] >= 1.0
@@ -80,6 +92,9 @@ def test_markdown_table_has_one_line_per_decoder_and_the_hardware(bench):
     table = [line for line in text.splitlines() if line.startswith("|")]
     assert len(table) == 2 + len(DECODERS)  # header, separator, one line per decoder
     assert [line.split("|")[1].strip() for line in table[2:]] == DECODERS
+    header = [cell.strip() for cell in table[0].split("|")[1:-1]]
+    assert header[-2:] == ["≠ beam1", "≠ greedy"] and "speedup vs greedy (median / total)" in header
+    assert all(len(line.split("|")) == len(table[0].split("|")) for line in table)
     assert "threads: 1" in text and result["hardware"]["torch"] in text and result["hardware"]["cpu"] in text
 
 
@@ -91,8 +106,11 @@ def test_rows_take_turns_and_report_the_range_of_per_round_speedups(bench):
     for row in result["rows"]:
         assert len(row["round_s"]) == 6 and sum(row["round_s"]) == pytest.approx(row["total_s"])
     assert rows["beam1"]["speedup_vs_greedy_rounds"] == [1.0, 1.0]
+    assert rows["greedy"]["speedup_vs_greedy_decoder_rounds"] == [1.0, 1.0]
     low, high = rows["iad"]["speedup_vs_greedy_rounds"]
     assert low <= rows["iad"]["speedup_vs_greedy_total"] <= high  # a weighted mean of the rounds' ratios
+    low_lean, high_lean = rows["iad"]["speedup_vs_greedy_decoder_rounds"]
+    assert low_lean <= rows["iad"]["speedup_vs_greedy_decoder_total"] <= high_lean
     text = (out / "t.md").read_text()
     assert "Rows take turns in rounds (6 at batch 1)" in text and f"({low:.2f}–{high:.2f})" in text
 
@@ -124,25 +142,90 @@ def test_missing_inputs_are_skipped_with_a_message(reverse_data, tiny_checkpoint
 
 
 def test_ctranslate2_greedy_output_is_fairseq_greedy(reverse_data, tiny_checkpoint, tmp_path):
-    """The verifier converted with the real ctranslate2 package; a low length cap so that
-    some outputs end at it (fairseq forces EOS there, CTranslate2 stops)."""
+    """The verifier converted with the real ctranslate2 package, a greedy and a beam-5 row per compute type;
+    a low length cap so that some outputs end at it (fairseq forces EOS there, CTranslate2 stops)."""
     ctranslate2 = pytest.importorskip("ctranslate2")
     argv = harness_args(reverse_data, tiny_checkpoint, "beam1,beam5", None, 12)
-    result = latency.main(argv + ["--max-len-b", "4", "--ct2-dir", str(tmp_path / "ct2")])
-    assert result["ctranslate2"] == {"status": "ok", "version": ctranslate2.__version__}
+    result = latency.main(argv + ["--max-len-b", "4", "--ct2-dir", str(tmp_path / "ct2"),
+                                  "--ct2-compute-types", "float32,int8,float16"])
+    supported = ctranslate2.get_supported_compute_types("cpu")
+    types = [name for name in ("float32", "int8", "float16") if name in supported]
+    assert "float32" in types and result["ctranslate2"] == {
+        "status": "ok", "version": ctranslate2.__version__, "compute_types": types,
+        **({"unsupported": ["float16"]} if "float16" not in supported else {})}
     rows = {(row["decoder"], row["engine"]): row for row in result["rows"]}
-    assert list(rows) == [("beam1", "fairseq"), ("beam5", "fairseq"), ("beam1", "ctranslate2"),
-                          ("beam5", "ctranslate2")]
-    greedy, ct2_greedy = rows["beam1", "fairseq"], rows["beam1", "ctranslate2"]
+    assert list(rows) == [("beam1", "fairseq"), ("beam5", "fairseq"),
+                          *[(f"{beam} {name}", "ctranslate2") for beam in ("beam1", "beam5") for name in types]]
+    greedy, ct2_greedy = rows["beam1", "fairseq"], rows["beam1 float32", "ctranslate2"]
     assert 5 in greedy["iterations"]  # 4 tokens + the forced EOS
     assert ct2_greedy["mismatches_vs_greedy"] == 0 and ct2_greedy["bleu"] == greedy["bleu"]
     assert ct2_greedy["iterations"] == greedy["iterations"] and ct2_greedy["sentences"] == 12
+    for name in types:
+        for beam in ("beam1", "beam5"):
+            row = rows[f"{beam} {name}", "ctranslate2"]
+            assert row["arithmetic"] == name and 0 <= row["mismatches_vs_greedy"] <= 12 and row["bleu"] is not None
+    assert greedy["arithmetic"] == "float32"
     assert (tmp_path / "ct2" / "model.bin").exists()
     # the folder remembers its checkpoint: another file (same bytes, other path) is converted again
     assert (tmp_path / "ct2" / "converted_from.txt").read_text() == ct2.checkpoint_stamp(str(tiny_checkpoint))
     other = tmp_path / "other.pt"
     other.write_bytes(tiny_checkpoint.read_bytes())
     assert ct2.checkpoint_stamp(str(other)) != ct2.checkpoint_stamp(str(tiny_checkpoint))
+
+
+def test_ctranslate2_compute_types_auto_are_the_supported_ones():
+    class FakeModule:
+        @staticmethod
+        def get_supported_compute_types(device):
+            return {"cpu": {"float32", "int8", "int8_float32", "int16"}, "cuda": {"float32", "float16", "int8"}}[device]
+
+    assert ct2.compute_types(FakeModule, "auto", "cpu", False) == (["float32", "int8", "int16"], [])
+    assert ct2.compute_types(FakeModule, "auto", "cuda", True) == (["float16", "int8"], [])
+    assert ct2.compute_types(FakeModule, "int8, bfloat16,int8", "cpu", False) == (["int8"], ["bfloat16"])
+
+
+def half_number_checkpoint(checkpoint, path):
+    """``checkpoint`` with every weight rounded to a float16 number, kept float32 (as export_checkpoint --fp16)."""
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)  # as saved (the test's own file)
+    state["model"] = {name: value.half().float() if value.is_floating_point() else value
+                      for name, value in state["model"].items()}
+    torch.save(state, path)
+    return path
+
+
+def test_arithmetic_cell_names_what_each_row_ran(reverse_data, tiny_checkpoint, tmp_path):
+    """Weights that are float16 numbers: the plugin's rows (--verifier-matmul auto) store them as float16 where
+    fbgemm can, --verifier-matmul packed and fairseq's own search run float32."""
+    from fairseq_plugins.decoding.linears import half_weights_available
+
+    checkpoint = half_number_checkpoint(tiny_checkpoint, tmp_path / "half.pt")
+    decoders = "beam1,greedy,greedy:verifier_matmul=packed,bound"
+    result = latency.main(harness_args(reverse_data, checkpoint, decoders, None, 3) + ["--no-ctranslate2"])
+    cells = {row["decoder"]: row["arithmetic"] for row in result["rows"]}
+    lean = arithmetic.FLOAT16_STORED if half_weights_available() else "float32"
+    assert cells == {"beam1": "float32", "greedy": lean, "greedy:verifier_matmul=packed": "float32", "bound": lean}
+
+
+def test_markdown_section_replaces_only_its_own_text(bench, tmp_path):
+    """--out-md FILE --md-section NAME: the table between NAME's markers, the prose around it kept; a section
+    the file lacks is added at its end; writing it again changes nothing else."""
+    _, result = bench
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\nProse before.\n\n<!-- bench:a -->\nold table\n<!-- /bench:a -->\n\nProse after.\n")
+    report.write_all(result, str(doc), None, None, md_section="a")
+    report.write_all(result, str(doc), None, None, md_section="b")
+    text = doc.read_text()
+    assert text.startswith("# Benchmarks\n\nProse before.\n\n<!-- bench:a -->\n**Hardware:**")
+    assert "old table" not in text and "# Decoding latency" not in text
+    section_a, after = text.split("<!-- bench:a -->\n")[1].split("<!-- /bench:a -->")
+    assert after.startswith("\n\nProse after.\n\n<!-- bench:b -->\n") and text.endswith("<!-- /bench:b -->\n")
+    table = [line for line in section_a.splitlines() if line.startswith("|")]
+    assert [line.split("|")[1].strip() for line in table[2:]] == DECODERS
+    report.write_all(result, str(doc), None, None, md_section="a")
+    assert doc.read_text() == text
+    fresh = tmp_path / "new.md"
+    report.write_all(result, str(fresh), None, None, md_section="a")
+    assert fresh.read_text() == "<!-- bench:a -->\n" + section_a + "<!-- /bench:a -->\n"
 
 
 def test_ctranslate2_rejects_a_model_that_is_not_a_transformer_in_one_line():
@@ -169,6 +252,10 @@ def test_option_errors_and_percentile():
         latency.parse_args(["data", "--path", "x.pt", "--fp16"])
     with pytest.raises(PluginError, match="--batch-sizes"):
         latency.parse_args(["data", "--path", "x.pt", "--batch-sizes", "1,x"])
+    with pytest.raises(PluginError, match="--md-section needs --out-md"):
+        latency.parse_args(["data", "--path", "x.pt", "--md-section", "demo"])
+    with pytest.raises(PluginError, match="--md-section: letters, digits"):
+        latency.parse_args(["data", "--path", "x.pt", "--out-md", "d.md", "--md-section", "a b"])
     assert percentile([1, 2, 3, 4, 5], 50) == 3 and percentile([1, 2, 3, 4, 5], 90) == pytest.approx(4.6)
 
 
@@ -208,5 +295,6 @@ def test_help_lists_the_options(capsys):
     assert exit_info.value.code == 0
     help_text = capsys.readouterr().out
     for option in ("--decoders", "--drafter-path", "--batch-sizes", "--warmup", "--threads", "--remove-bpe",
-                   "--out-md", "--out-png", "--out-json", "--max-sentences", "--device", "--fp16"):
+                   "--out-md", "--md-section", "--out-png", "--out-json", "--max-sentences", "--device", "--fp16",
+                   "--ct2-compute-types"):
         assert option in help_text

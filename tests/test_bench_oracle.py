@@ -1,7 +1,7 @@
 """Latency harness reference rows and profiling: ``oracle`` (the core with a drafter that
-drafts the greedy output), ``bound`` (encoder + one teacher-forced pass), ``--profile`` (one
-iteration split into encoder / drafter / verifier / accept, in greedy steps), and fairseq's
-length options reaching every row."""
+drafts the greedy output), ``bound`` (encoder + one teacher-forced block through the lean
+verifier cache), ``--profile`` (one iteration split into encoder / drafter / verifier /
+accept, in greedy steps), and fairseq's length options reaching every row."""
 import json
 import math
 
@@ -18,6 +18,7 @@ from fairseq_plugins_compat.errors import PluginError
 DECODERS = ["iad", "beam1", "beam5", "oracle", "oracle:k=3", "bound"]  # beam1 not first: it runs first anyway
 PROFILED = ["iad", "oracle", "oracle:k=3"]
 SENTENCES = 8
+MAX_LEN = 30  # output tokens before EOS (--max-len-b)
 
 
 def harness(data, checkpoint, decoders, *extra, out=None):
@@ -57,13 +58,47 @@ def test_oracle_output_is_greedy_in_the_fewest_iterations(profiled):
     assert rows["oracle"]["mean_iterations"] <= rows["oracle:k=3"]["mean_iterations"]
 
 
-def test_bound_is_greedy_output_in_one_iteration(profiled):
+def test_bound_row_takes_one_iteration_per_sentence(profiled):
     rows = rows_by_decoder(profiled[1])
     greedy, bound = rows["beam1"], rows["bound"]
-    assert bound["mismatches_vs_greedy"] == 0 and bound["bleu"] == greedy["bleu"]
     assert bound["iterations"] == [1] * SENTENCES and bound["output_lengths"] == greedy["output_lengths"]
     assert bound["tokens_per_iteration"] == pytest.approx(greedy["mean_iterations"])
     assert bound["total_s"] > 0 and all(ms > 0 for ms in bound["latencies_ms"])
+
+
+def test_bound_is_one_lean_verifier_block_that_chooses_the_greedy_output(reverse_data, tiny_checkpoint):
+    """Per batch the bound feeds the whole greedy output to the lean verifier cache as ONE block; teacher-forced,
+    the verifier's choice after each prefix is greedy's next token (a pass on other positions, another cache or
+    another model would not choose it)."""
+    from fairseq_plugins.bench import fairseq_engine
+    from fairseq_plugins.bench.oracle import TeacherForcedBound
+    from fairseq_plugins.decoding.incremental import VerifierCache
+
+    cfg = fairseq_engine.fairseq_config(str(reverse_data), str(tiny_checkpoint), "test", "cpu", False, None,
+                                        ["--max-len-b", str(MAX_LEN)])
+    engine = fairseq_engine.FairseqEngine(cfg, "cpu", False)
+    batches = engine.batches(list(range(SENTENCES)), 3)
+    beam1 = engine.build_generator(parse_decoders("beam1", decoder_names())[0], None)
+    greedy = {i: hypos[0]["tokens"].tolist() for batch in batches
+              for i, hypos in zip(batch.ids, engine.runner(beam1)(batch))}
+    bound = TeacherForcedBound(engine)
+    blocks = []
+
+    class CountingCache(VerifierCache):
+        def forward_block(self, tokens):
+            blocks.append(tuple(tokens.shape))
+            return super().forward_block(tokens)
+
+    bound.generator.cache_factory = CountingCache
+    run, pad = bound.runner(), engine.tgt_dict.pad()
+    for batch in bound.batches(batches, greedy):
+        lprobs = run(batch).clone()
+        lprobs[..., pad] = -math.inf  # never chosen (fairseq's limits)
+        for row, i in enumerate(batch.ids):
+            chosen = greedy[i] if len(greedy[i]) <= MAX_LEN else greedy[i][:-1]  # fairseq forces EOS at the cap
+            assert lprobs[row, : len(chosen)].argmax(-1).tolist() == chosen
+    assert any(len(tokens) <= MAX_LEN for tokens in greedy.values())  # some end by the verifier's own EOS
+    assert blocks == [(len(batch.ids), max(len(greedy[i]) for i in batch.ids)) for batch in batches]
 
 
 def test_profile_splits_one_iteration_into_its_parts(profiled):

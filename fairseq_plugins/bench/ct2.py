@@ -1,6 +1,8 @@
 """Optional CTranslate2 rows: the same verifier converted to CTranslate2 (with the setters
 of its fairseq converter), timed with greedy search and beam 5 on the same batches and
-thread count, under fairseq's length limits, so that greedy output is fairseq's.
+thread count, under fairseq's length limits, so that greedy output is fairseq's; one pair of
+rows per compute type (``--ct2-compute-types``: float32 and int8, and int16 and bfloat16 where
+this CTranslate2 build has them on the device), labelled e.g. ``beam1 int8``.
 
 Nothing here is needed by the rest of the harness: without the ``ctranslate2`` package
 (or when the conversion fails, e.g. an architecture CTranslate2 does not support) the
@@ -13,7 +15,8 @@ from typing import Dict, List, Optional, Tuple
 
 from fairseq_plugins.bench.timing import Batch, Output
 
-BEAMS = (("beam1", 1), ("beam5", 5))  # row label -> CTranslate2 beam_size
+BEAMS = (("beam1", 1), ("beam5", 5))  # row label (before the compute type) -> CTranslate2 beam_size
+AUTO_COMPUTE_TYPES = ("float32", "int8", "int16", "bfloat16")  # --ct2-compute-types auto (float16 first with --fp16)
 
 
 def import_ctranslate2() -> Tuple[object, Optional[str]]:
@@ -125,8 +128,18 @@ def vocabulary(dictionary) -> List[str]:
     return symbols
 
 
-def make_translator(ctranslate2, model_dir: str, device: str, threads: int, fp16: bool):
-    compute_type = "float16" if fp16 else "default"
+def compute_types(ctranslate2, requested: str, device: str, fp16: bool) -> Tuple[List[str], List[str]]:
+    """(the compute types to run, the requested ones this build lacks on ``device``): ``requested`` is a
+    comma-separated list, or ``auto``: :data:`AUTO_COMPUTE_TYPES` (float16 first with ``fp16``), those supported."""
+    supported = set(ctranslate2.get_supported_compute_types(device))
+    if requested == "auto":
+        auto = ("float16", *AUTO_COMPUTE_TYPES[1:]) if fp16 else AUTO_COMPUTE_TYPES
+        return [name for name in auto if name in supported], []
+    wanted = list(dict.fromkeys(name.strip() for name in requested.split(",") if name.strip()))
+    return [name for name in wanted if name in supported], [name for name in wanted if name not in supported]
+
+
+def make_translator(ctranslate2, model_dir: str, device: str, threads: int, compute_type: str):
     return ctranslate2.Translator(model_dir, device=device, compute_type=compute_type,
                                   inter_threads=1, intra_threads=threads)
 

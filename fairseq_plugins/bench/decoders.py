@@ -5,7 +5,7 @@ separated by commas like the specs themselves: an item with ``=`` and no colon b
 to the spec before it, so ``specdec++:beta=5,tau=3,iad`` is two specs.
 
 - ``beamN`` (``beam1``: greedy, ``beam5``): fairseq's own SequenceGenerator, ``--beam N``.
-- any name registered with ``--decoding`` (specdec, specdec++, iad, jacobi, gs-jacobi,
+- any name registered with ``--decoding`` (greedy, specdec, specdec++, iad, jacobi, gs-jacobi,
   hybrid-jacobi, drafter-only): the plugin's decoder, built by the task.
 - ``oracle`` (``oracle:k=10``) and ``bound``: reference rows of the harness that replay the
   greedy outputs of ``beam1`` (see ``bench.oracle``).
@@ -21,14 +21,19 @@ from fairseq_plugins_compat.errors import PluginError
 
 # harness-only rows replaying beam1's greedy outputs (bench.oracle): name -> what it is
 REFERENCE_ROWS = {"oracle": "the speculative core with a drafter that drafts the greedy output (k tokens)",
-                  "bound": "encoder + one teacher-forced verifier pass over the greedy output"}
+                  "bound": "encoder + one teacher-forced pass of the lean verifier over the greedy output"}
 
 
 def default_decoders() -> str:
-    """The harness's default ``--decoders``: every registered decoder and its presets."""
+    """The harness's default ``--decoders``: every registered decoder and its presets, ``greedy`` (the
+    plugin's, the reference of what drafting adds) next to ``beam1`` (fairseq's)."""
     from fairseq_plugins.decoding.registry import benchmark_specs
 
-    return ",".join(benchmark_specs())
+    specs = benchmark_specs()
+    if "greedy" in specs:
+        specs.remove("greedy")
+        specs.insert(specs.index("beam1") + 1, "greedy")
+    return ",".join(specs)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Latency benchmark: every decoder side by side on one verifier and one test set.
 
     python -m fairseq_plugins.bench.latency DATA --path verifier.pt --drafter-path drafter.pt \\
-        --decoders beam1,beam5,specdec,specdec++,specdec++:beta=5,tau=3,iad,gs-jacobi \\
+        --decoders beam1,greedy,beam5,specdec,specdec++,specdec++:beta=5,tau=3,iad,gs-jacobi \\
         --remove-bpe --out-md latency.md --out-png latency.png --out-json latency.json
 
 The verifier and the test set are loaded once under ``--task speculative_translation``;
@@ -12,14 +12,19 @@ device with a fixed CPU thread count.  The rows take turns (``--rounds``, ``benc
 every row decodes one interleaved chunk of the sentences per round, so that a machine whose
 speed drifts slows every row alike; the report gives the range of the per-round speedups.  Reported per decoder: median and p90 latency per
 sentence (the wall time of the batch it is decoded in; CUDA synchronised), total time,
-speedups vs greedy (``beam1``) and beam-5 (ratios of median latencies and of total times),
-iterations per sentence and tokens accepted per iteration, sacreBLEU of the detokenized
-output, and the number of sentences whose output differs from greedy's.  With the
-``ctranslate2`` package installed, CTranslate2 greedy and beam-5 rows are added.
+speedups vs fairseq's greedy search (``beam1``), vs the plugin's ``greedy`` decoder (the lean
+verifier every plugin decoder runs, nothing drafted: the speedup drafting itself brings) and vs
+beam-5 (ratios of median latencies and of total times), iterations per sentence and tokens
+accepted per iteration, sacreBLEU of the detokenized output, the number of sentences whose
+output differs from ``beam1``'s and from ``greedy``'s, and the arithmetic of the row's matrix
+products (``bench.arithmetic``).  With the ``ctranslate2`` package installed, CTranslate2
+greedy and beam-5 rows are added, one pair per compute type (``--ct2-compute-types``).
 
 Two reference rows replay ``beam1``'s greedy outputs (``bench.oracle``): ``oracle``
 (``oracle:k=10``), the speculative core with a drafter that always drafts the greedy
-continuation, and ``bound``, the encoder plus one teacher-forced verifier pass per sentence.
+continuation, and ``bound``, the encoder plus one teacher-forced pass of the lean verifier
+over the whole output per batch.  ``--out-md FILE --md-section NAME`` writes the table into
+the marked section NAME of FILE (e.g. docs/benchmarks.md), keeping the rest of the file.
 ``--profile`` splits one iteration of every speculative row into encoder / drafter /
 verifier / accept, in greedy steps (``bench.profile``).
 
@@ -31,7 +36,7 @@ import argparse
 import contextlib
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
@@ -64,6 +69,9 @@ def get_parser() -> argparse.ArgumentParser:
     add_shared_options(add, threads_help="CPU threads for torch (torch.set_num_threads) and CTranslate2")
     add("--no-ctranslate2", action="store_true", help="no CTranslate2 rows even if the package is installed")
     add("--ct2-dir", help="keep (and reuse) the CTranslate2 conversion here; None: a temporary folder")
+    add("--ct2-compute-types", default="auto",
+        help="CTranslate2 compute types, a greedy and a beam-5 row each, e.g. float32,int8; auto: float32 (float16 "
+             "with --fp16), int8, int16 and bfloat16, those this CTranslate2 build supports on the device")
     return parser
 
 
@@ -84,6 +92,9 @@ def add_shared_options(add, threads_help: str = "CPU threads for torch (torch.se
     add("--post-process", "--remove-bpe", nargs="?", const="subword_nmt", default=None,
         help="remove BPE before BLEU, as fairseq: subword_nmt (@@ ), sentencepiece, ...")
     add("--out-md", help="markdown table (with the hardware) to write")
+    add("--md-section", metavar="NAME",
+        help="write the table into --out-md between the lines <!-- bench:NAME --> and <!-- /bench:NAME --> "
+             "(added at the end of the file when absent), keeping the rest of the file")
     add("--out-png", help="PNG plot to write")
     add("--out-json", help="JSON with all numbers to write")
     add("--no-progress-bar", action="store_true", help="no tqdm progress bar")
@@ -138,12 +149,17 @@ def shared_problems(args) -> List[str]:
     """What is wrong with the options of ``add_shared_options`` (empty: nothing)."""
     import torch
 
+    from fairseq_plugins.bench import report
+
     checks = [
         (args.fp16 and args.device != "cuda", "--fp16 needs --device cuda"),
         (args.device == "cuda" and not torch.cuda.is_available(), "--device cuda: no CUDA device is available"),
         (args.threads < 1, f"--threads must be >= 1, got {args.threads}"),
         (args.warmup < 0 or args.max_sentences < 0, "--warmup and --max-sentences must be >= 0"),
         (args.rounds < 1, f"--rounds must be >= 1, got {args.rounds}"),
+        (args.md_section is not None and not args.out_md, "--md-section needs --out-md (the file to write it into)"),
+        (args.md_section is not None and not report.SECTION_NAME.fullmatch(args.md_section),
+         f"--md-section: letters, digits, '.', '_' and '-' only, got {args.md_section!r}"),
     ]
     return [message for bad, message in checks if bad]
 
@@ -175,6 +191,8 @@ class Session:
     generators: list = field(default_factory=list)  # (spec, generator, row template) of the plugin/oracle rows
     passes: list = field(default_factory=list)  # profile.ProfilePass of each profiled row and batch size
     ctranslate2: dict = field(default_factory=dict)  # CTranslate2 rows: status, version or reason
+    # row key -> its "arithmetic" cell, read after timing (bench.arithmetic: what the row's products ran)
+    arithmetic: Dict[tuple, Callable[[], Optional[str]]] = field(default_factory=dict)
 
     def skip(self, label, reason):
         say(f"skipping {label}: {reason}")
@@ -194,7 +212,7 @@ def fairseq_rows(session: Session, specs) -> List[rounds.Row]:
 
 def generator_row(session: Session, spec) -> Optional[rounds.Row]:
     """The row of a generator (the oracle's replays beam1: its drafter gets the greedy outputs)."""
-    from fairseq_plugins.bench import oracle
+    from fairseq_plugins.bench import arithmetic, oracle
 
     args, engine = session.args, session.engine
     reason = missing_inputs(spec, args.drafter_path)
@@ -218,26 +236,33 @@ def generator_row(session: Session, spec) -> Optional[rounds.Row]:
     row = rounds.Row(spec.label, "fairseq", run, convert, [], is_greedy=spec.is_greedy,
                      replay=replay if drafter is not None else None)
     session.generators.append((spec, generator, row))
+    model = engine.models[0]
+    session.arithmetic[row.key] = ((lambda: arithmetic.dtype_name(model)) if spec.decoding == "beam" else
+                                   (lambda: arithmetic.generator_arithmetic(generator, model)))
     return row
 
 
 def bound_row(session: Session, spec) -> Optional[rounds.Row]:
-    """The ``bound`` row: encoder + one teacher-forced verifier pass over beam1's output."""
-    from fairseq_plugins.bench import oracle
+    """The ``bound`` row: encoder + one teacher-forced pass of the lean verifier over beam1's output."""
+    from fairseq_plugins.bench import arithmetic, oracle
 
     try:
         bound = oracle.TeacherForcedBound(session.engine)
     except PluginError as error:
         session.skip(spec.label, str(error))
         return None
-    return rounds.Row(spec.label, "fairseq", bound.runner(), None, [],
-                      replay=lambda batches, greedy: (bound.batches(batches, greedy), bound.outputs(greedy)))
+    row = rounds.Row(spec.label, "fairseq", bound.runner(), None, [],
+                     replay=lambda batches, greedy: (bound.batches(batches, greedy), bound.outputs(greedy)))
+    model = session.engine.models[0]
+    session.arithmetic[row.key] = lambda: arithmetic.products(bound.generator.verifier_linear, model)
+    return row
 
 
 @contextlib.contextmanager
 def ctranslate2_rows(session: Session):
-    """CTranslate2 greedy and beam-5 row templates, usable inside the ``with`` (the converted
-    model's folder lives that long); none when skipped, the reason in ``session.ctranslate2``."""
+    """CTranslate2 greedy and beam-5 row templates, a pair per compute type (greedy rows first), usable
+    inside the ``with`` (the converted model's folder lives that long); none when skipped, the reason in
+    ``session.ctranslate2``."""
     from fairseq_plugins.bench import ct2
 
     args, engine = session.args, session.engine
@@ -251,13 +276,24 @@ def ctranslate2_rows(session: Session):
     try:
         try:
             model_dir = ct2.convert(module, engine, args.path, workspace.path)
-            translator = ct2.make_translator(module, model_dir, args.device, args.threads, args.fp16)
+            types, unsupported = ct2.compute_types(module, args.ct2_compute_types, args.device, args.fp16)
             symbols = ct2.sources(engine, next(iter(session.batches_by_size.values())))
             max_positions = engine.models[0].max_decoder_positions()
-            templates = [rounds.Row(label, "ctranslate2",
-                                    ct2.runner(translator, symbols, beam, engine.cfg.generation, max_positions),
-                                    ct2.outputs(beam), [], optional=True) for label, beam in ct2.BEAMS]
-            session.ctranslate2 = {"status": "ok", "version": getattr(module, "__version__", None)}
+            templates = []
+            for compute_type in types:
+                translator = ct2.make_translator(module, model_dir, args.device, args.threads, compute_type)
+                for label, beam in ct2.BEAMS:
+                    row = rounds.Row(f"{label} {compute_type}", "ctranslate2",
+                                     ct2.runner(translator, symbols, beam, engine.cfg.generation, max_positions),
+                                     ct2.outputs(beam), [], optional=True)
+                    session.arithmetic[row.key] = lambda name=compute_type: name
+                    templates.append(row)
+            templates.sort(key=lambda row: not row.label.startswith("beam1 "))  # the greedy rows first
+            session.ctranslate2 = {"status": "ok", "version": getattr(module, "__version__", None),
+                                   "compute_types": types}
+            if unsupported:
+                say(f"CTranslate2 compute types not supported on {args.device} by this build: {', '.join(unsupported)}")
+                session.ctranslate2["unsupported"] = unsupported
         except Exception as error:  # conversion problems of an optional third-party engine
             say(f"CTranslate2 rows skipped: {ct2.reason(error)}")
             session.ctranslate2 = {"status": "skipped", "reason": ct2.reason(error)}
@@ -291,6 +327,7 @@ def time_rows(session: Session, templates: List[rounds.Row]):
                                                    timing.batch_times(results, batches), session.engine.detokenize,
                                                    session.refs)
             found[row.key, bs]["round_s"] = timed[row.key].round_s
+            found[row.key, bs]["arithmetic"] = session.arithmetic[row.key]() if row.key in session.arithmetic else None
             session.outputs[row.label, row.engine_name, bs] = {i: r.output.symbols for i, r in results.items()}
             if row.is_greedy:
                 session.greedy[bs] = {i: r.output.tokens for i, r in results.items()}
@@ -345,7 +382,7 @@ def benchmark(args, extra) -> dict:
                 "sentences": len(ids), "too_long": too_long, "warmup": args.warmup, "batch_sizes": args.batch_sizes,
                 "rounds": {str(bs): len(rounds.interleaved_chunks(b, args.rounds)) for bs, b in batches_by_size.items()},
                 "decoders": [s.label for s in specs], "post_process": args.post_process, "fairseq_args": extra,
-                "profile": args.profile}
+                "profile": args.profile, "ct2_compute_types": args.ct2_compute_types}
     found_profile = (profile.summarize_all(session.passes, rows, batches_by_size, summary.GREEDY)
                      if args.profile else None)
     return {"hardware": hardware, "settings": settings, "rows": rows, "skipped": session.skipped,
@@ -357,7 +394,7 @@ def main(argv=None) -> dict:
 
     args, extra = parse_args(argv)
     result = benchmark(args, extra)
-    for path in report.write_all(result, args.out_md, args.out_png, args.out_json):
+    for path in report.write_all(result, args.out_md, args.out_png, args.out_json, md_section=args.md_section):
         say(f"wrote {path}")
     print(report.markdown(result), end="")
     return result

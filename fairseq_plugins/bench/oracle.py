@@ -4,9 +4,10 @@
   that drafts the verifier's own greedy continuation, k tokens per iteration (fixed length;
   the oracle never fails).  The best any drafter can do through this core: its time is the
   core's cost at about ceil(tokens / (k + 1)) iterations per sentence.
-- ``bound``: per batch, the verifier's encoder and ONE teacher-forced decoder pass over the
-  greedy output (full forward, no incremental state): the lower bound of any
-  draft-then-verify decoder.  Its output is the greedy output, in one iteration.
+- ``bound``: per batch, the verifier's encoder and ONE teacher-forced pass over the greedy
+  output through the lean verifier cache the plugin's decoders use (the whole output as one
+  block): the lower bound of any draft-then-verify decoder on that arithmetic.  Its output is
+  the greedy output, in one iteration.
 """
 from typing import Callable, Dict, List, Tuple
 
@@ -80,17 +81,22 @@ def build_oracle(engine, spec):
 
 
 class TeacherForcedBound:
-    """The ``bound`` row: encoder + one full decoder pass over the greedy output per batch."""
+    """The ``bound`` row: per batch, the verifier's encoder and ONE block through its lean cache over the greedy
+    output, on the ``greedy`` decoder's generator (``decoding.greedy``: the products, encoder and verifier cache
+    every plugin decoder runs, ``--verifier-matmul`` as given): what a decoder whose every draft were right
+    would still pay, so no drafting row (``oracle`` included) can beat it on the same arithmetic."""
 
     def __init__(self, engine):
+        from fairseq_plugins.bench.decoders import DecoderSpec
+
         if len(engine.models) != 1:
             raise PluginError(f"bound: one verifier model expected, got an ensemble of {len(engine.models)}")
-        self.model = engine.models[0]
+        self.generator = engine.build_generator(DecoderSpec("bound", "greedy"), None)
         self.tgt_dict = engine.tgt_dict
 
     def batches(self, batches: List[Batch], greedy: GreedyOutputs) -> List[Batch]:
-        """The same batches with ``prev_output_tokens`` (B, T): EOS + greedy output without its
-        final EOS, right-padded, on the source's device (built here, outside the clock)."""
+        """The same batches with the verifier's block (B, T): EOS + greedy output without its final EOS,
+        right-padded, on the source's device (built here, outside the clock)."""
         from fairseq.data import data_utils
 
         eos, pad = self.tgt_dict.eos(), self.tgt_dict.pad()
@@ -99,19 +105,24 @@ class TeacherForcedBound:
             net_input = batch.payload["net_input"]
             src_tokens = net_input["src_tokens"]
             inputs = [torch.tensor([eos, *greedy[i][:-1]]) for i in batch.ids]
-            prev = data_utils.collate_tokens(inputs, pad, eos, left_pad=False).to(src_tokens.device)
-            bound.append(Batch(batch.ids, (src_tokens, net_input["src_lengths"], prev)))
+            block = data_utils.collate_tokens(inputs, pad, eos, left_pad=False).to(src_tokens.device)
+            bound.append(Batch(batch.ids, (src_tokens, net_input["src_lengths"], block)))
         return bound
 
-    def runner(self) -> Callable[[Batch], object]:
-        """``run(batch)``: the timed call, the verifier's logits (B, T, V)."""
-        model = self.model
+    def runner(self) -> Callable[[Batch], Tensor]:
+        """``run(batch)``: the timed call, the verifier's log-probs (B, T, V) after each prefix of the block."""
+        from fairseq_plugins.decoding.fast_encoder import encoder_function
 
-        @torch.no_grad()
-        def run(batch: Batch):
-            src_tokens, src_lengths, prev_output_tokens = batch.payload
-            encoder_out = model.encoder(src_tokens, src_lengths=src_lengths)
-            return model.decoder(prev_output_tokens, encoder_out=encoder_out)[0]
+        generator = self.generator
+
+        def run(batch: Batch) -> Tensor:
+            src_tokens, src_lengths, block = batch.payload
+            with torch.inference_mode():  # as the core decodes
+                encode = encoder_function(generator.verifier.encoder, generator.verifier_linear, generator.built)
+                encoder_out = encode(src_tokens, src_lengths=src_lengths)
+                cache = generator.cache_factory(generator.verifier, encoder_out, src_tokens.size(0), src_tokens.device,
+                                                linear=generator.verifier_linear, built=generator.built)
+                return cache.forward_block(block)[0]
 
         return run
 

@@ -1,10 +1,13 @@
-"""Writing the benchmark: a markdown table with the hardware, a PNG plot, a JSON of all numbers."""
+"""Writing the benchmark: a markdown table with the hardware, a PNG plot, a JSON of all numbers;
+the table either as a whole file or as one marked section of a document (``--md-section``)."""
 import json
 import os
+import re
 from typing import Callable, List, Optional
 
-COLUMNS = ("decoder", "batch", "median ms", "p90 ms", "total s", "speedup vs greedy (median / total)",
-           "speedup vs beam-5 (median / total)", "iterations / sent.", "tokens / iteration", "BLEU", "≠ greedy")
+COLUMNS = ("decoder", "batch", "arithmetic", "median ms", "p90 ms", "total s", "speedup vs beam1 (median / total)",
+           "speedup vs greedy (median / total)", "speedup vs beam-5 (median / total)", "iterations / sent.",
+           "tokens / iteration", "BLEU", "≠ beam1", "≠ greedy")
 
 
 def _num(value, fmt="{:.2f}") -> str:
@@ -22,10 +25,11 @@ def _speedup(row: dict, name: str) -> str:
 def table_line(row: dict) -> str:
     """One markdown table line of a row."""
     name = row["decoder"] if row["engine"] == "fairseq" else f"{row['decoder']} ({row['engine']})"
-    cells = [name, str(row["batch_size"]), _num(row["median_ms"], "{:.1f}"), _num(row["p90_ms"], "{:.1f}"),
-             _num(row["total_s"], "{:.3f}"), _speedup(row, "greedy"), _speedup(row, "beam5"),
-             _num(row["mean_iterations"], "{:.1f}"), _num(row["tokens_per_iteration"]), _num(row["bleu"]),
-             _num(row.get("mismatches_vs_greedy"), "{:d}")]
+    cells = [name, str(row["batch_size"]), row.get("arithmetic") or "–", _num(row["median_ms"], "{:.1f}"),
+             _num(row["p90_ms"], "{:.1f}"), _num(row["total_s"], "{:.3f}"), _speedup(row, "greedy"),
+             _speedup(row, "greedy_decoder"), _speedup(row, "beam5"), _num(row["mean_iterations"], "{:.1f}"),
+             _num(row["tokens_per_iteration"]), _num(row["bleu"]), _num(row.get("mismatches_vs_greedy"), "{:d}"),
+             _num(row.get("mismatches_vs_greedy_decoder"), "{:d}")]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -44,8 +48,11 @@ def markdown(result: dict) -> str:
     lines = ["# Decoding latency", "", f"**Hardware:** {hardware_line(result['hardware'])}", "",
              f"**Setting:** `{s['path']}` on `{s['data']}` ({s['gen_subset']}, {s['sentences']} sentences), "
              f"warm-up {s['warmup']} sentences; latency = wall time of the batch a sentence is decoded in; "
-             "speedups are ratios of median latencies / of total times; BLEU: sacreBLEU on detokenized output; "
-             "≠ greedy: sentences whose output differs from `beam1`'s.  "
+             "speedups are ratios of median latencies / of total times, against fairseq's own greedy search "
+             "(`beam1`), the plugin's `greedy` decoder (the same lean verifier as the drafting rows, nothing "
+             "drafted: what drafting itself adds) and fairseq's beam 5; BLEU: sacreBLEU on detokenized output; "
+             "≠ beam1 / ≠ greedy: sentences whose output differs from that row's; arithmetic: the number format of "
+             "the row's matrix products.  "
              f"{rounds_sentence(s.get('rounds'))}", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += [table_line(row) for row in result["rows"]]
@@ -53,6 +60,8 @@ def markdown(result: dict) -> str:
     ct2 = result.get("ctranslate2", {})
     if ct2.get("status") == "skipped":
         notes.append(f"- CTranslate2: skipped ({ct2['reason']})")
+    if ct2.get("unsupported"):
+        notes.append(f"- CTranslate2: compute types this build lacks on the device: {', '.join(ct2['unsupported'])}")
     if notes:
         lines += ["", *notes]
     if result.get("profile") is not None:
@@ -67,7 +76,7 @@ def rounds_sentence(rounds: Optional[dict]) -> str:
     counts = ", ".join(f"{n} at batch {bs}" for bs, n in rounds.items())
     return (f"Rows take turns in rounds ({counts}): every row decodes the same interleaved chunk of the sentences "
             "in each round (after one untimed batch of it), so a drifting machine speed slows all rows alike; in "
-            "brackets: the lowest and highest per-round total speedup vs greedy.")
+            "brackets: the lowest and highest per-round total speedup.")
 
 
 PROFILE_COLUMNS = ("decoder", "batch", "iterations", "greedy steps / iteration", "encoder", "drafter", "verifier",
@@ -98,7 +107,7 @@ def profile_table(entries: List[dict]) -> List[str]:
 
 
 def plot(result: dict, path: str):
-    """Median latency per decoder (bars, p90 as a whisker), speedup vs greedy on top."""
+    """Median latency per decoder (bars, p90 as a whisker), speedup vs fairseq's greedy (beam1) on top."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -124,7 +133,7 @@ def plot(result: dict, path: str):
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("median latency per sentence (ms); whisker: p90")
-    ax.set_title(f"Decoding latency (speedup vs greedy on top)\n{_short_hardware(result['hardware'])}", fontsize=9)
+    ax.set_title(f"Decoding latency (speedup vs beam1 on top)\n{_short_hardware(result['hardware'])}", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, format="png", dpi=120)
@@ -142,13 +151,20 @@ def _short_hardware(hw: dict) -> str:
 
 def write_all(result: dict, out_md: Optional[str], out_png: Optional[str], out_json: Optional[str],
               render_md: Optional[Callable[[dict], str]] = None,
-              render_png: Optional[Callable[[dict, str], None]] = None) -> List[str]:
-    """Write the requested outputs (markdown by ``render_md``, default this module's table;
-    PNG by ``render_png``, default its plot); return their paths."""
+              render_png: Optional[Callable[[dict, str], None]] = None, md_section: Optional[str] = None) -> List[str]:
+    """Write the requested outputs (markdown by ``render_md``, default this module's table, as the whole
+    file or, with ``md_section``, as that section of it: :func:`write_section`; PNG by ``render_png``,
+    default its plot); return their paths."""
     render_md, render_png = render_md or markdown, render_png or plot
+
+    def write_md(path):
+        if md_section:
+            write_section(path, md_section, without_title(render_md(result)))
+        else:
+            _write_text(path, render_md(result))
+
     writers = ((out_json, lambda path: _write_text(path, json.dumps(result, indent=1) + "\n")),
-               (out_md, lambda path: _write_text(path, render_md(result))),
-               (out_png, lambda path: render_png(result, path)))
+               (out_md, write_md), (out_png, lambda path: render_png(result, path)))
     written = []
     for path, write in writers:
         if path:
@@ -156,6 +172,45 @@ def write_all(result: dict, out_md: Optional[str], out_png: Optional[str], out_j
             write(path)
             written.append(path)
     return written
+
+
+SECTION_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def section_markers(name: str):
+    """The lines that open and close the generated section ``name`` of a markdown file."""
+    return f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
+
+
+def write_section(path: str, name: str, text: str):
+    """Replace what lies between the markers of section ``name`` (:func:`section_markers`) in ``path`` with
+    ``text``; a file without that section gets it at its end (a missing file is created).  The rest of the
+    file (the prose around the tables) is kept byte for byte."""
+    start, end = section_markers(name)
+    old = _read_text(path)
+    block = f"{start}\n{text.rstrip()}\n{end}"
+    before, found, rest = old.partition(start)
+    if found and end in rest:
+        new = before + block + rest.split(end, 1)[1]
+    else:
+        new = old.rstrip("\n") + ("\n\n" if old.strip() else "") + block + "\n"
+    _write_text(path, new)
+
+
+def without_title(text: str) -> str:
+    """A report without its ``# title`` line (a document's section has its own heading)."""
+    lines = text.splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    return "\n".join(lines).strip("\n") + "\n"
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
 
 
 def _write_text(path: str, text: str):

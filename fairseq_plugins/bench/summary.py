@@ -1,12 +1,14 @@
 """From timed sentences to a benchmark row: latency percentiles, iterations, accepted
-tokens per iteration, BLEU, mismatches against greedy and speedups against the baselines."""
+tokens per iteration, BLEU, mismatches against the greedy rows and speedups against the baselines."""
 import statistics
 from typing import Callable, Dict, List, Optional
 
 from fairseq_plugins.bench.rounds import round_ratios
 from fairseq_plugins.bench.timing import SentenceResult, percentile
 
-GREEDY, BEAM5 = "beam1", "beam5"  # the baseline rows' labels
+GREEDY, BEAM5 = "beam1", "beam5"  # the baseline rows' labels: fairseq's own greedy search and beam 5
+GREEDY_DECODER = "greedy"  # the plugin's greedy decoder: the lean verifier, nothing drafted
+BASELINES = (("greedy", GREEDY), ("greedy_decoder", GREEDY_DECODER), ("beam5", BEAM5))  # key infix, row label
 ROW_KEYS = ("decoder", "engine", "batch_size")
 
 
@@ -73,26 +75,27 @@ def mismatches(symbols: Dict[int, List[str]], greedy: Optional[Dict[int, List[st
 
 
 def add_comparisons(rows: List[dict], outputs: Dict[tuple, Dict[int, List[str]]]):
-    """Speedups vs greedy and beam-5 (same batch size; median and total time) and the
-    count of outputs differing from greedy.  ``outputs``: row key -> id -> symbols."""
+    """Speedups (same batch size; median and total time) vs stock greedy (``beam1``: keys ``*_vs_greedy_*``),
+    vs the plugin's ``greedy`` decoder (the lean verifier decoding greedily: ``*_vs_greedy_decoder_*``) and vs
+    beam-5, and the counts of outputs differing from each greedy.  ``outputs``: row key -> id -> symbols."""
     for row in rows:
         bs = row["batch_size"]
-        for name, label in (("greedy", GREEDY), ("beam5", BEAM5)):
+        for name, label in BASELINES:
             base = _find(rows, label, bs)
             row[f"speedup_vs_{name}_median"] = _ratio(base and base["median_ms"], row["median_ms"])
             row[f"speedup_vs_{name}_total"] = _ratio(base and base["total_s"], row["total_s"])
-        greedy = _find(rows, GREEDY, bs)
-        row["speedup_vs_greedy_rounds"] = round_range(greedy, row)
-        greedy_out = outputs.get(row_key(greedy)) if greedy else None
-        row["mismatches_vs_greedy"] = mismatches(outputs[row_key(row)], greedy_out)
+            if name != "beam5":
+                row[f"speedup_vs_{name}_rounds"] = round_range(base, row)
+                base_out = outputs.get(row_key(base)) if base else None
+                row[f"mismatches_vs_{name}"] = mismatches(outputs[row_key(row)], base_out)
 
 
-def round_range(greedy: Optional[dict], row: dict) -> Optional[List[float]]:
-    """[lowest, highest] per-round total speedup of ``row`` over greedy (``bench.rounds``);
-    None without greedy or with a single round."""
-    if greedy is None or len(row.get("round_s") or []) < 2 or len(greedy.get("round_s") or []) != len(row["round_s"]):
+def round_range(base: Optional[dict], row: dict) -> Optional[List[float]]:
+    """[lowest, highest] per-round total speedup of ``row`` over ``base`` (``bench.rounds``);
+    None without ``base`` or with a single round."""
+    if base is None or len(row.get("round_s") or []) < 2 or len(base.get("round_s") or []) != len(row["round_s"]):
         return None
-    ratios = round_ratios(greedy["round_s"], row["round_s"])
+    ratios = round_ratios(base["round_s"], row["round_s"])
     return [min(ratios), max(ratios)] if ratios else None
 
 

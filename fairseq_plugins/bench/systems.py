@@ -346,7 +346,8 @@ def say(message: str):
 def main(argv=None) -> dict:
     args, extra = parse_args(argv)
     result = benchmark(args, extra)
-    for path in write_all(result, args.out_md, args.out_png, args.out_json, render_md=markdown, render_png=plot):
+    for path in write_all(result, args.out_md, args.out_png, args.out_json, render_md=markdown, render_png=plot,
+                          md_section=args.md_section):
         say(f"wrote {path}")
     print(markdown(result), end="")
     return result

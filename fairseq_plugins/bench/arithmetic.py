@@ -1,0 +1,44 @@
+"""The harness's "arithmetic" cell: in which number format each row's matrix products ran.
+
+Read after the row was timed, from what its generator built: the verifier's products
+(``--verifier-matmul``: float16-stored weights widened to float32 where the weights are float16
+numbers, else float32) and, where it differs, the drafter's (``--drafter-precision``).
+fairseq's own search runs the model as loaded; CTranslate2 runs its compute type.
+"""
+from typing import Optional
+
+import torch
+
+FLOAT16_STORED = "float16-stored weights, float32 math"
+
+
+def dtype_name(model) -> str:
+    """The dtype of a model's parameters, e.g. "float32"."""
+    return str(next(model.parameters()).dtype).replace("torch.", "")
+
+
+def products(linear, model) -> str:
+    """What a linears factory (``decoding.linears``; None or ``F.linear``: as loaded) ran for ``model``'s
+    weights: float16-stored weights when it packed any as float16 (rounded ones said so), int8, else the
+    model's dtype."""
+    from fairseq_plugins.decoding.linears import HalfWeightLinears, Int8Linears
+
+    if isinstance(linear, Int8Linears):
+        return "int8 weights and inputs"
+    if isinstance(linear, HalfWeightLinears) and any(entry[-1] is not None for entry in linear.halves.values()):
+        return FLOAT16_STORED.replace("weights", "weights (rounded)") if linear.round_weights else FLOAT16_STORED
+    return dtype_name(model)
+
+
+def generator_arithmetic(generator, verifier) -> Optional[str]:
+    """The cell of a plugin row (its generator after decoding): the verifier's products, then the drafter's
+    where they differ (``drafter: ...``); a generator without a verifier cache (drafter-only): its drafter's."""
+    drafter = getattr(generator, "drafter", None)
+    drafter = getattr(drafter, "ordinary", drafter)  # cuda_graphs.GraphedBlockDrafter wraps the block drafter
+    drafter_model = getattr(drafter, "model", None)
+    drafted = products(getattr(drafter, "linear", None), drafter_model) if isinstance(
+        drafter_model, torch.nn.Module) else None
+    if not hasattr(generator, "verifier_linear"):
+        return drafted
+    verified = products(generator.verifier_linear, verifier)
+    return verified if drafted in (None, verified) else f"{verified}; drafter: {drafted}"
