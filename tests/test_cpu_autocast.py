@@ -11,7 +11,7 @@ from fairseq.models import ARCH_CONFIG_REGISTRY
 
 from conftest import PLUGIN_DIR, TRAIN_FLAGS, run_cli
 from fairseq_plugins.double_token.dataset import DecodingOrderDataset
-from fairseq_plugins.tasks import cpu_autocast
+from fairseq_plugins.training import cpu_autocast
 from fairseq_plugins.tasks.double_token_translation import DoubleTokenTranslationConfig, DoubleTokenTranslationTask
 from fairseq_plugins_compat.errors import PluginError
 

@@ -325,7 +325,7 @@ def test_multi30k_recipe_converge_dry_run(reverse_data, tmp_path):
 
     from conftest import BIN_DIR, REPO
 
-    from fairseq_plugins.tasks.cpu_autocast import bf16_supported
+    from fairseq_plugins.training.cpu_autocast import bf16_supported
 
     autocast = "bf16" if bf16_supported() else "off"
     env = {**os.environ, "DRY_RUN": "1", "CONVERGE": "1", "DATA": str(reverse_data), "SRC": "src", "TGT": "tgt",

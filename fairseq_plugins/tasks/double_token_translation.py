@@ -22,7 +22,7 @@ from fairseq_plugins.double_token.generator import (
     check_generation_args,
 )
 from fairseq_plugins.double_token.reorder import TARGET_ORDERS, TOKENS_PER_STEP
-from fairseq_plugins.tasks.cpu_autocast import CPU_AUTOCAST, CpuAutocastTraining, cpu_autocast_field
+from fairseq_plugins.training.cpu_autocast import CPU_AUTOCAST, CpuAutocastTraining, cpu_autocast_field
 from fairseq_plugins_compat.errors import PluginError
 
 

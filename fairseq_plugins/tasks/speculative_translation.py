@@ -11,7 +11,7 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask
 from fairseq_plugins.decoding import options
 from fairseq_plugins.decoding.core import SpeculativeGenerator
 from fairseq_plugins.decoding.registry import DECODERS, decoder_names, option_fields
-from fairseq_plugins.tasks.cpu_autocast import CPU_AUTOCAST, CpuAutocastTraining, cpu_autocast_field
+from fairseq_plugins.training.cpu_autocast import CPU_AUTOCAST, CpuAutocastTraining, cpu_autocast_field
 from fairseq_plugins_compat.errors import PluginError
 
 DECODING_HELP = "decoding algorithm: beam: fairseq's own search (--beam N); " + "; ".join(

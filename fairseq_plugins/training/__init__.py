@@ -1,0 +1,1 @@
+"""Training helpers the tasks use (not registered with fairseq)."""
