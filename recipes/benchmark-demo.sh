@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The shipped demo pair's latency tables in docs/benchmarks.md, from a fresh clone (after `bash install.sh`):
+# Multi30k test2016 prepared with the pair's own sentencepiece model and dictionaries, then every row side by side
+# at batch 1, one thread: fairseq greedy (beam1) and beam 5, the plugin's greedy (the lean verifier, nothing
+# drafted), specdec, specdec++ with drafter-beam5.pt, iad, oracle, bound, drafter-only, CTranslate2 float32 and
+# int8 greedy and beam 5. Each table replaces its section of DOC (<!-- bench:demo-cpu-b1 --> ...), nothing else.
+#   bash recipes/benchmark-demo.sh                         # test2016, batch 1: section demo-cpu-b1
+#   BATCH_SIZES="1 32" TEST_SPLITS="test test1" bash recipes/benchmark-demo.sh
+#                                                          # + demo-cpu-b32, demo-cpu-test2017-b1, demo-cpu-test2017-b32
+#   DRY_RUN=1 bash recipes/benchmark-demo.sh               # quick: the first 20 sentences, into OUT_DIR/benchmarks.md
+# Raw Multi30k (train, val, test_2016_flickr, test_2017_flickr .{en,de}, or the fairseq names train, valid, test,
+# test1) from MULTI30K_DIR, else downloaded (not in DRY_RUN). Data, JSON and the CTranslate2 conversion go under
+# OUT_DIR; done stages are skipped. Extra arguments go to the harness (python -m fairseq_plugins.bench.latency --help).
+set -euo pipefail
+. "$(dirname "$0")/lib/common.sh"
+
+DEMO=${DEMO:-$REPO/checkpoints/demo}
+MULTI30K_DIR=${MULTI30K_DIR:-$(dirname "$REPO")/shared/data/multi30k/raw}
+MULTI30K_URL=${MULTI30K_URL:-https://github.com/multi30k/dataset/raw/master/data/task1/raw}
+TEST_SPLITS=${TEST_SPLITS:-test}            # test = test2016, test1 = test2017
+BATCH_SIZES=${BATCH_SIZES:-1}               # one table (section) per batch size
+THREADS=${THREADS:-1}                       # torch and CTranslate2 threads
+DECODERS=${DECODERS:-}                      # default: the rows above
+CT2_COMPUTE_TYPES=${CT2_COMPUTE_TYPES:-float32,int8}
+SECTION_PREFIX=${SECTION_PREFIX:-demo-cpu}  # e.g. demo-gpu with the extra arguments --device cuda
+if [ "$DRY_RUN" = 1 ]; then
+  MAX_SENTENCES=${MAX_SENTENCES:-20}; WARMUP=${WARMUP:-2}
+  OUT_DIR=${OUT_DIR:-$RUNS/benchmark-demo-dry}; DOC=${DOC:-$OUT_DIR/benchmarks.md}
+fi
+MAX_SENTENCES=${MAX_SENTENCES:-0}           # 0: the whole test set (1,000 sentences)
+WARMUP=${WARMUP:-10}
+OUT_DIR=${OUT_DIR:-$RUNS/benchmark-demo}
+DOC=${DOC:-$REPO/docs/benchmarks.md}
+need_fairseq
+check_inputs "DEMO/verifier.pt=$DEMO/verifier.pt" "DEMO/drafter.pt=$DEMO/drafter.pt" \
+  "DEMO/drafter-beam5.pt=$DEMO/drafter-beam5.pt" "DEMO/sentencepiece.model=$DEMO/sentencepiece.model"
+
+# 1. raw Multi30k under fairseq's split names (links to the local copy, else downloads)
+declare -A OFFICIAL=([train]=train [valid]=val [test]=test_2016_flickr [test1]=test_2017_flickr)
+raw=$OUT_DIR/multi30k
+mkdir -p "$raw"
+for split in train valid $TEST_SPLITS; do
+  [ -n "${OFFICIAL[$split]:-}" ] || die "TEST_SPLITS: $split is not a Multi30k test set (test = test2016, test1 = test2017)"
+  for lang in en de; do
+    all_exist "$raw/$split.$lang" && continue
+    local_copy=$MULTI30K_DIR/${OFFICIAL[$split]}.$lang
+    if [ ! -s "$local_copy" ] && [ -s "$MULTI30K_DIR/$split.$lang" ]; then local_copy=$MULTI30K_DIR/$split.$lang; fi
+    file=$(local_or_fetch "$local_copy" "$MULTI30K_URL/${OFFICIAL[$split]}.$lang.gz" \
+      "$OUT_DIR/download/${OFFICIAL[$split]}.$lang" gz)
+    ln -sf "$(abspath "$file")" "$raw/$split.$lang"
+  done
+done
+
+# 2. sentencepiece with the demo pair's model, binarized with its dictionaries (DRY_RUN: the first lines only)
+RAW=$raw SPM_MODEL=$DEMO/sentencepiece.model DICT_DIR=$DEMO SRC=en TGT=de TEST_SPLITS=$TEST_SPLITS \
+  OUT_DIR=$OUT_DIR/data bash "$REPO/recipes/data/prepare-with-model.sh"
+
+# 3. one harness run per test set and batch size; paths relative to the clone (they are printed in the tables)
+cd "$REPO"
+relative() { "$PYTHON" -c 'import os, sys; print(os.path.relpath(sys.argv[1]))' "$1"; }
+demo=$(relative "$DEMO")
+DECODERS=${DECODERS:-beam1,greedy,beam5,specdec,specdec++:drafter_path=$demo/drafter-beam5.pt,iad,oracle,bound,drafter-only}
+for split in $TEST_SPLITS; do
+  name=$([ "$split" = test ] && echo "" || echo "-test2017")
+  for bs in $BATCH_SIZES; do
+    section=$SECTION_PREFIX$name-b$bs
+    log "latency of the demo pair on $split (batch $bs, $THREADS thread(s)) -> $DOC, section $section"
+    OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS "$PYTHON" -m fairseq_plugins.bench.latency \
+      "$(relative "$OUT_DIR/data/bin")" --path "$demo/verifier.pt" --drafter-path "$demo/drafter.pt" \
+      --source-lang en --target-lang de --gen-subset "$split" --remove-bpe sentencepiece --max-len-a 1.2 \
+      --max-len-b 10 --batch-sizes "$bs" --threads "$THREADS" --warmup "$WARMUP" --max-sentences "$MAX_SENTENCES" \
+      --decoders "$DECODERS" --ct2-compute-types "$CT2_COMPUTE_TYPES" --ct2-dir "$OUT_DIR/ct2" \
+      --out-md "$DOC" --md-section "$section" --out-json "$OUT_DIR/$section.json" --no-progress-bar "$@" >&2
+  done
+done
+log "done: $DOC"
+echo "$DOC"

@@ -1,0 +1,44 @@
+"""recipes/benchmark-demo.sh in its quick mode (DRY_RUN=1): the local Multi30k copy prepared with the demo
+pair's own sentencepiece model and dictionaries, then a table per batch size written into its section of a
+document, the prose around it kept."""
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import REPO
+
+MULTI30K_RAW = REPO.parent / "shared" / "data" / "multi30k" / "raw"  # the recipe's default MULTI30K_DIR
+ROWS = ["beam1", "greedy", "beam5", "specdec", "specdec++:drafter_path=checkpoints/demo/drafter-beam5.pt", "iad",
+        "oracle", "bound", "drafter-only", "beam1 float32 (ctranslate2)", "beam1 int8 (ctranslate2)",
+        "beam5 float32 (ctranslate2)", "beam5 int8 (ctranslate2)"]
+LOSSLESS = ["greedy", "specdec", "iad", "oracle", "bound", "beam1 float32 (ctranslate2)"]
+
+
+@pytest.mark.skipif(not (MULTI30K_RAW / "test_2016_flickr.en").exists(), reason="no local Multi30k copy")
+@pytest.mark.skipif(not (REPO / "checkpoints" / "demo" / "drafter-beam5.pt").exists(), reason="no demo pair")
+def test_demo_benchmark_quick_mode_writes_a_section_per_batch_size(tmp_path):
+    pytest.importorskip("ctranslate2")
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\nProse.\n\n<!-- bench:demo-cpu-b1 -->\nold\n<!-- /bench:demo-cpu-b1 -->\n\nMore prose.\n")
+    env = {**os.environ, "DRY_RUN": "1", "OUT_DIR": str(tmp_path / "out"), "DOC": str(doc), "MAX_SENTENCES": "4",
+           "WARMUP": "0", "BATCH_SIZES": "1 2", "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(["bash", str(REPO / "recipes" / "benchmark-demo.sh"), "--rounds", "1"], env=env, cwd=REPO,
+                          text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert proc.stdout.strip().splitlines()[-1] == str(doc)
+    text = doc.read_text()
+    assert text.startswith("# Benchmarks\n\nProse.\n\n<!-- bench:demo-cpu-b1 -->\n") and "\nold\n" not in text
+    assert "<!-- /bench:demo-cpu-b1 -->\n\nMore prose.\n\n<!-- bench:demo-cpu-b2 -->" in text
+    assert "`/" not in text and str(REPO) not in text  # paths relative to the clone
+    for bs in (1, 2):
+        section = text.split(f"<!-- bench:demo-cpu-b{bs} -->")[1].split(f"<!-- /bench:demo-cpu-b{bs} -->")[0]
+        rows = {cells[0]: cells for cells in (
+            [cell.strip() for cell in line.split("|")[1:-1]] for line in section.splitlines()
+            if re.match(rf"^\| .+ \| {bs} \|", line))}
+        assert list(rows) == ROWS, bs
+        for name in LOSSLESS:  # the last two cells: outputs differing from beam1's and from greedy's
+            assert rows[name][-2:] == ["0", "0"], (bs, name)
+        assert rows["beam1"][2] == "float32" and rows["beam1 int8 (ctranslate2)"][2] == "int8"
+        assert (tmp_path / "out" / f"demo-cpu-b{bs}.json").exists()
