@@ -2,7 +2,7 @@
 ``task.inference_step`` and put the best hypotheses back in input order.
 
 The one inference path of the Python API (:mod:`fairseq_plugins.api`) and of sequence-level
-distillation (:mod:`fairseq_plugins.distill`); fairseq-interactive does the same steps.
+distillation (:mod:`fairseq_plugins.scripts.distill`); fairseq-interactive does the same steps.
 """
 from typing import List, Optional, Sequence
 

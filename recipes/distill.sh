@@ -127,6 +127,6 @@ distill_file() {
   if [ -n "$MAX_SOURCE_LEN" ]; then opts+=(--max-source-len "$MAX_SOURCE_LEN"); fi
   if [ "$FP16" = 1 ]; then opts+=(--fp16); fi
   log "distilling $input with $TEACHER (beam $BEAM, $NUM_SHARDS shard(s))"
-  "$PYTHON" -m fairseq_plugins.distill "${opts[@]}" "$@"
+  "$PYTHON" -m fairseq_plugins.scripts.distill "${opts[@]}" "$@"
 }
 main "$@"

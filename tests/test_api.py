@@ -50,7 +50,7 @@ def test_over_long_sentence_is_refused_with_every_decoding(reverse_data, tiny_ch
 
 def test_api_and_distillation_share_one_inference_path(reverse_data, tiny_checkpoint):
     """The same beam search through the API and through distill's teacher: same outputs."""
-    from fairseq_plugins import distill
+    from fairseq_plugins.scripts import distill
 
     sentences = SENTENCES + ["w5 w6 w7 w8", "w2"]
     teacher = distill.Translator([str(tiny_checkpoint)], distill.get_parser().parse_args(

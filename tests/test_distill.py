@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, translation_task
-from fairseq_plugins import distill
+from fairseq_plugins.scripts import distill
 from fairseq_plugins_compat.errors import PluginError
 
 N_LINES, EMPTY_AT, LONG_AT = 60, 20, 40  # 0-based positions of the special lines
@@ -21,7 +21,7 @@ def distill_env():
 
 
 def run_distill(*args, check=True):
-    proc = subprocess.run([sys.executable, "-m", "fairseq_plugins.distill", *map(str, args)], env=distill_env(),
+    proc = subprocess.run([sys.executable, "-m", distill.MODULE, *map(str, args)], env=distill_env(),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
     if check and proc.returncode != 0:
         raise AssertionError(f"distill failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
@@ -86,7 +86,7 @@ def test_kill_midway_then_resume_loses_and_duplicates_nothing(corpus, sharded_ru
     out, work = corpus / "resumed.txt", corpus / "resumed.txt.work"
     args = ["--teacher", tiny_checkpoint, "--input", corpus / "in.txt", "--reference", corpus / "ref.txt",
             "--output", out, *CHUNK]
-    proc = subprocess.Popen([sys.executable, "-m", "fairseq_plugins.distill", *map(str, args), "--num-shards", "1"],
+    proc = subprocess.Popen([sys.executable, "-m", distill.MODULE, *map(str, args), "--num-shards", "1"],
                             env=distill_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 120
     while _chunks_done(work) < 3 and proc.poll() is None and time.time() < deadline:

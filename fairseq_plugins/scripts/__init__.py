@@ -1,4 +1,4 @@
-"""Command-line tools installed as console scripts."""
+"""Command-line tools, run as ``python -m fairseq_plugins.scripts.NAME`` (some also installed as console scripts)."""
 import os
 
 from fairseq_plugins_compat.errors import PluginError

@@ -1,7 +1,7 @@
 """Sequence-level knowledge distillation (Kim & Rush 2016; SpecDec 3.1/3.2): translate the
 training sources with a teacher (beam 5) into a distilled target file.
 
-    python -m fairseq_plugins.distill --teacher teacher.pt --input train.en \\
+    python -m fairseq_plugins.scripts.distill --teacher teacher.pt --input train.en \\
         --output train.distilled.de --reference train.de --num-shards 4
 
 * Input and output are preprocessed text (tokenized/BPE'd, one sentence per line), as
@@ -23,14 +23,17 @@ import subprocess
 import sys
 import time
 
+import fairseq_plugins
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
+
+MODULE = "fairseq_plugins.scripts.distill"
 
 MANIFEST_KEYS = ("input", "reference", "lines", "chunk_size", "teacher", "beam", "lenpen", "max_len_a",
                  "max_len_b", "max_source_len")
 
 
 def get_parser():
-    parser = argparse.ArgumentParser(prog="python -m fairseq_plugins.distill", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add = parser.add_argument
     add("--teacher", nargs="+", required=True, help="teacher checkpoint(s); several are ensembled")
@@ -249,7 +252,7 @@ def spawn_shards(args, argv):
         import torch
 
         n_gpus = torch.cuda.device_count()
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    package_root = os.path.dirname(fairseq_plugins.__path__[0])
     procs = []
     for shard in range(args.num_shards):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
@@ -258,7 +261,7 @@ def spawn_shards(args, argv):
         elif "OMP_NUM_THREADS" not in os.environ:
             env["OMP_NUM_THREADS"] = cpu_threads_per_shard(args.num_shards)
         log = open(os.path.join(args.work_dir, f"shard-{shard}.log"), "w")
-        cmd = [sys.executable, "-m", "fairseq_plugins.distill", *argv, "--shard-id", str(shard)]
+        cmd = [sys.executable, "-m", MODULE, *argv, "--shard-id", str(shard)]
         procs.append((shard, subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
     return procs
 
