@@ -65,6 +65,29 @@ def test_one_verified_token_per_row_and_iteration():
 def test_greedy_has_no_block_size_and_measures_nothing():
     entry = DECODERS["greedy"]
     assert entry.greedy_equivalent and not entry.needs_drafter
-    assert set(entry.option_names()) == {"draft_length", "verifier_matmul"}
+    assert set(entry.option_names()) == {"draft_length", "verifier_matmul", "cuda_graphs"}
     generator = build_greedy(build_transformer(DICT, seed=0), draft_length="measured")
     assert generator.guard is None and generator.cfg.block_size == 0 and not generator.cfg.adaptive
+
+
+def test_cuda_graph_steps_run_eagerly_on_a_cpu_and_keep_the_output():
+    """--cuda-graphs on (on a CPU: the static steps, eagerly): batch 1 runs on the static verifier cache, one-token
+    blocks; a batch of several rows on the ordinary cache; the output is --beam 1's either way."""
+    from fairseq_plugins.decoding.cuda_graphs import StaticVerifierCache
+
+    model = build_transformer(DICT, seed=2, eos_boost=1.0)
+    generator = build_greedy(model, cuda_graphs="on")
+    made = []
+    factory = generator.cache_factory
+
+    def recording_factory(*args, **kwargs):
+        made.append(factory(*args, **kwargs))
+        return made[-1]
+
+    generator.cache_factory = recording_factory
+    for src_lengths in ([6], [9], [4, 7]):
+        batch = make_batch(DICT, src_lengths, seed=len(src_lengths))
+        assert_same_hypotheses(greedy(model, batch, max_len_b=MAX_LEN_B), generator.generate([model], batch))
+    assert [isinstance(cache, StaticVerifierCache) for cache in made] == [True, True, False]
+    assert factory.static.graphs == {} and factory.m_max == 1  # eager on a CPU: no graph captured
+    assert build_greedy(model).cache_factory is VerifierCache  # auto: graphs on CUDA only
