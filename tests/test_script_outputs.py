@@ -1,11 +1,16 @@
 """The tools that write a file (export_checkpoint, average_checkpoints, plot_validation) make its missing folder
 and refuse a folder given as the file, in one line, before any work."""
+import argparse
+import os
 import subprocess
 import sys
 
 import pytest
+import torch
 
+from conftest import PLUGIN_DIR
 from fairseq_plugins.scripts import export_checkpoint, plot_validation
+from fairseq_plugins_compat.checkpoint_loading import load_checkpoint_file
 from fairseq_plugins_compat.errors import PluginError
 from test_plot_validation import write_log
 
@@ -14,6 +19,43 @@ def test_export_makes_the_missing_folder(tiny_checkpoint, tmp_path, capsys):
     out = tmp_path / "new" / "deeper" / "model.pt"
     export_checkpoint.main([str(tiny_checkpoint), str(out), "--fp16"])
     assert out.is_file() and f"wrote {out}" in capsys.readouterr().out
+
+
+def strings(config, where=""):
+    """(dotted name, value) of every string in a saved config (dicts, Namespaces and lists, nested)."""
+    members = vars(config) if isinstance(config, argparse.Namespace) else config
+    items = members.items() if isinstance(members, dict) else enumerate(members) if isinstance(members, list) else ()
+    for key, value in items:
+        if isinstance(value, str):
+            yield f"{where}{key}", value
+        else:
+            yield from strings(value, f"{where}{key}.")
+
+
+def test_export_leaves_out_the_machine_paths(tiny_checkpoint, tmp_path):
+    """The exported config names no file of the machine that trained the model (data, save and log folders, a
+    sentencepiece model); a user dir keeps its folder's name; every other setting and the weights are unchanged."""
+    from fairseq import checkpoint_utils
+
+    state = load_checkpoint_file(str(tiny_checkpoint))
+    cfg = state["cfg"]
+    cfg["common"]["user_dir"], cfg["common"]["tensorboard_logdir"] = str(PLUGIN_DIR), str(tmp_path / "tensorboard")
+    cfg["bpe"] = {"_name": "sentencepiece", "sentencepiece_model": str(tmp_path / "spm.model")}
+    trained, exported = tmp_path / "trained.pt", tmp_path / "exported.pt"
+    torch.save(state, trained)
+    before = dict(strings(cfg))
+    machine = {name for name, value in before.items() if os.path.isabs(value)}
+    assert {"task.data", "checkpoint.save_dir", "common.user_dir", "bpe.sentencepiece_model"} <= machine
+
+    export_checkpoint.export(str(trained), str(exported))
+    after = dict(strings(load_checkpoint_file(str(exported))["cfg"]))
+    assert [name for name, value in after.items() if os.path.isabs(value) or str(tmp_path) in value] == []
+    assert after["common.user_dir"] == "fairseq_plugins" and after["task.data"] == ""
+    assert {name: value for name, value in after.items() if name not in machine} == \
+        {name: value for name, value in before.items() if name not in machine}
+    models, _, _ = checkpoint_utils.load_model_ensemble_and_task([str(exported)],
+                                                                  arg_overrides={"data": before["task.data"]})
+    assert all(torch.equal(weight, state["model"][name]) for name, weight in models[0].named_parameters())
 
 
 @pytest.mark.parametrize("module", ["export_checkpoint", "average_checkpoints"])

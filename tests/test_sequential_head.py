@@ -143,7 +143,7 @@ def test_the_head_learns_and_specdec_with_it_is_greedy(reverse_data, tiny_checkp
     assert losses[-1][0] < losses[0][0] and losses[-1][0] < losses[-1][1], losses
     exported = tmp_path / "with_head-fp16.pt"
     export(path, exported, fp16=True)
-    models, _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(exported)])
+    models, _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(exported)], {"data": str(reverse_data)})
     assert models[0].decoder.sequential_head is not None
     assert models[0].decoder.sequential_head.outer.weight.abs().sum() > 0
     common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--max-len-b", 30]
@@ -166,7 +166,7 @@ def test_export_can_drop_the_head_leaving_the_block(reverse_data, tiny_checkpoin
     block = tmp_path / "block.pt"
     main([str(path), str(block), "--drop-sequential-head"])
     [with_head], _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(path)])
-    [alone], _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(block)])
+    [alone], _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(block)], {"data": str(reverse_data)})
     assert getattr(alone.decoder, "sequential_head", None) is None
     expected = {k: v for k, v in with_head.named_parameters() if ".sequential_head." not in k}
     kept = dict(alone.named_parameters())

@@ -1,6 +1,8 @@
 """``python -m fairseq_plugins.scripts.export_checkpoint IN OUT [--fp16] [--drop-sequential-head]``: a small
-inference-only copy of a fairseq checkpoint (model weights and config; no optimizer or training state)."""
+inference-only copy of a fairseq checkpoint (model weights and config; no optimizer or training state, no paths of the
+machine that trained it)."""
 import argparse
+import os
 
 import torch
 
@@ -24,12 +26,37 @@ def export(path_in, path_out, fp16=False, drop_sequential_head=False):
             same = tensor.half() if fp16 and tensor.is_floating_point() else tensor
             converted.append((tensor, same))
         model[name] = same
+    for config in (state.get("cfg"), state.get("args")):
+        without_machine_paths(config)
     slim = {"cfg": state.get("cfg"), "args": state.get("args"), "model": model,
             "optimizer_history": [{"criterion_name": "CrossEntropyCriterion", "optimizer_name": "none",
                                    "lr_scheduler_state": {}, "num_updates": 0}],
             "extra_state": {}}
     torch.save(slim, path_out)
     return sum(c.numel() for _, c in converted)
+
+
+def is_machine_path(value) -> bool:
+    return isinstance(value, str) and (os.path.isabs(value) or value.startswith("~"))
+
+
+def without_machine_paths(config):
+    """Blanks, in place, every absolute path in a saved config (dicts, Namespaces and lists, nested): the data and
+    save folders, log folders, a sentencepiece model, a drafter's initial verifier... name files of the machine that
+    trained the model.  A user dir keeps its folder's name, which the loader maps to the installed plugin."""
+    members = vars(config) if isinstance(config, argparse.Namespace) else config
+    if isinstance(members, dict):
+        keys = list(members)
+    elif isinstance(members, list):
+        keys = range(len(members))
+    else:
+        return
+    for key in keys:
+        value = members[key]
+        if is_machine_path(value):
+            members[key] = os.path.basename(os.path.normpath(value)) if key == "user_dir" else ""
+        else:
+            without_machine_paths(value)
 
 
 def without_sequential_head(state, path):
