@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# What a decoding step and a verified block cost at the sizes users train (Transformer-base, Transformer-big),
+# measured with random-weight models on the demo pair's Multi30k data: weights do not change what a step costs,
+# so these rows show how far drafting can go over the plugin's own greedy at each size (`oracle`: the core with
+# a drafter that always drafts greedy's next k tokens; `bound`: one teacher-forced pass of the same verifier).
+#   bash recipes/benchmark-model-sizes.sh                 # sections sizes-cpu-base-b1 and sizes-cpu-big-b1
+#   ARCHS=transformer_wmt_en_de MAX_SENTENCES=20 bash recipes/benchmark-model-sizes.sh
+# Needs the data of recipes/benchmark-demo.sh (run it first; DATA= for another binarized folder with a joined
+# dictionary). Each model: one fairseq-train update at a learning rate of ~0 (a fairseq checkpoint of that
+# architecture with its initial weights), exported with float16-number weights as the demo pair is.
+set -euo pipefail
+. "$(dirname "$0")/lib/common.sh"
+
+DATA=${DATA:-$RUNS/benchmark-demo/data/bin}
+OUT_DIR=${OUT_DIR:-$RUNS/benchmark-sizes}
+ARCHS=${ARCHS:-transformer_wmt_en_de transformer_vaswani_wmt_en_de_big}
+MAX_SENTENCES=${MAX_SENTENCES:-200}         # the first N test2016 sentences (0: all 1,000)
+THREADS=${THREADS:-1}
+WARMUP=${WARMUP:-5}
+ROUNDS=${ROUNDS:-5}
+DECODERS=${DECODERS:-beam1,greedy,oracle,bound}
+CT2_COMPUTE_TYPES=${CT2_COMPUTE_TYPES:-float32,int8}
+DOC=${DOC:-$REPO/docs/benchmarks.md}
+need_fairseq
+check_inputs "DATA/dict.en.txt=$DATA/dict.en.txt" "DATA/test.en-de.en.bin=$DATA/test.en-de.en.bin"
+
+short_name() { case "$1" in transformer_wmt_en_de) echo base ;; transformer_vaswani_wmt_en_de_big) echo big ;; *) echo "$1" ;; esac; }
+
+cd "$REPO"
+relative() { "$PYTHON" -c 'import os, sys; print(os.path.relpath(sys.argv[1]))' "$1"; }
+for arch in $ARCHS; do
+  name=$(short_name "$arch")
+  model=$OUT_DIR/$name/model-fp16.pt
+  if ! all_exist "$model"; then
+    log "$arch: a checkpoint with its initial weights -> $model"
+    OMP_NUM_THREADS=$THREADS fairseq-train "$DATA" --user-dir "$REPO/fairseq_plugins" --task translation \
+      --source-lang en --target-lang de --arch "$arch" --share-all-embeddings --optimizer adam --lr 1e-12 \
+      --criterion cross_entropy --max-tokens 256 --max-update 1 --disable-validation --cpu --num-workers 0 \
+      --save-dir "$OUT_DIR/$name" --no-epoch-checkpoints --log-format simple --seed 1 >&2
+    "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$OUT_DIR/$name/checkpoint_last.pt" "$model" --fp16 >&2
+  fi
+  section=sizes-cpu-$name-b1
+  log "latency at $arch size ($MAX_SENTENCES sentences, batch 1, $THREADS thread(s)) -> $DOC, section $section"
+  OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS "$PYTHON" -m fairseq_plugins.bench.latency "$(relative "$DATA")" \
+    --path "$(relative "$model")" --source-lang en --target-lang de --gen-subset test --remove-bpe sentencepiece \
+    --max-len-a 1.2 --max-len-b 10 --batch-sizes 1 --threads "$THREADS" --warmup "$WARMUP" --rounds "$ROUNDS" \
+    --max-sentences "$MAX_SENTENCES" --decoders "$DECODERS" --ct2-compute-types "$CT2_COMPUTE_TYPES" \
+    --ct2-dir "$OUT_DIR/$name/ct2" --out-md "$DOC" --md-section "$section" --out-json "$OUT_DIR/$section.json" \
+    --no-progress-bar "$@" >&2
+done
+log "done: $DOC"
