@@ -374,3 +374,61 @@ def check_data_folder(cfg):
         if not os.path.isfile(dictionary):
             raise DataFolderError(f"{folder}: no dict.{language}.txt (the {language} dictionary fairseq-preprocess "
                                   "writes)", dictionary)
+
+
+# -- dictionaries that do not fit a checkpoint: one line --------------------------------------------
+
+EMBEDDINGS = (("encoder", "embed_tokens", "source"), ("decoder", "embed_tokens", "target"),
+              ("decoder", "output_projection", "target"))
+
+
+class DictionarySizeError(PluginError, RuntimeError):
+    """A checkpoint whose embeddings do not fit the dictionaries its model was built with: one line, and still the
+    ``RuntimeError`` of ``load_state_dict``, for code that catches it (``decoding.builder.load_drafter``)."""
+
+
+def patch_dictionary(module):
+    """A dictionary loaded from a file remembers it (``loaded_from``), for :func:`embedding_size_problem` to name."""
+    original = module.Dictionary.load.__func__
+
+    def load(cls, f):
+        dictionary = original(cls, f)
+        if isinstance(f, str):
+            dictionary.loaded_from = f
+        return dictionary
+
+    load.__wrapped__ = original
+    module.Dictionary.load = classmethod(load)
+
+
+def embedding_size_problem(model, state_dict):
+    """Where a saved embedding or output layer (V, C) has another number of entries than ``model``'s (built from
+    the data folder's dictionaries): what differs, in one line; else None."""
+    for side, name, language in EMBEDDINGS:
+        part = getattr(model, side, None)
+        weight = getattr(getattr(part, name, None), "weight", None)
+        saved = state_dict.get(f"{side}.{name}.weight")
+        if isinstance(weight, torch.Tensor) and isinstance(saved, torch.Tensor) and saved.dim() == 2 \
+                and saved.size(0) != weight.size(0):
+            dictionary = getattr(getattr(part, "dictionary", None), "loaded_from", None) or f"the {language} dictionary"
+            return (f"the checkpoint's {language} embeddings have {saved.size(0):,} entries, {dictionary} has "
+                    f"{weight.size(0):,}: the data folder's dictionaries are not the ones the model was trained with")
+    return None
+
+
+def patch_fairseq_model(module):
+    """fairseq's ``load_state_dict`` ends a checkpoint loaded with other dictionaries (another data folder) in a
+    ``size mismatch`` traceback: one line instead (:func:`embedding_size_problem`)."""
+    original = module.BaseFairseqModel.load_state_dict
+
+    def load_state_dict(self, state_dict, *args, **kwargs):
+        try:
+            return original(self, state_dict, *args, **kwargs)
+        except RuntimeError:
+            problem = embedding_size_problem(self, state_dict)
+            if problem is None:
+                raise
+            raise DictionarySizeError(problem) from None
+
+    load_state_dict.__wrapped__ = original
+    module.BaseFairseqModel.load_state_dict = load_state_dict

@@ -152,6 +152,8 @@ def install():
                 "fairseq.utils": _run_patch("patch_utils"),
                 "fairseq.trainer": _run_patch("patch_trainer"),
                 "fairseq.tasks.translation": _run_patch("patch_translation"),
+                "fairseq.data.dictionary": _run_patch("patch_dictionary"),
+                "fairseq.models.fairseq_model": _run_patch("patch_fairseq_model"),
                 "fairseq.modules.transformer_layer": _run_patch("patch_transformer_layer"),
                 "fairseq.models.distributed_fairseq_model": _run_patch("patch_distributed_model"),
                 "fairseq.distributed.utils": _run_patch("patch_distributed_utils"),

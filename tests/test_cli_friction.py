@@ -85,6 +85,21 @@ def test_a_data_folder_without_a_dictionary_is_one_line(reverse_data, tiny_check
     assert_one_line_error(proc, "fairseq-generate", f"{folder}: no dict.tgt.txt")
 
 
+@pytest.mark.parametrize("plugin", [[], [*PLUGIN, "--decoding", "iad"]], ids=["stock", "plugin"])
+def test_dictionaries_that_do_not_fit_the_checkpoint_are_one_line(reverse_data, tiny_checkpoint, tmp_path, plugin):
+    """A data folder whose dictionaries are not the checkpoint's (fairseq: a size mismatch traceback from
+    load_state_dict) names both sizes and the dictionary file."""
+    folder = tmp_path / "bin"
+    shutil.copytree(reverse_data, folder)
+    trained = len((reverse_data / "dict.src.txt").read_text().splitlines()) + 4  # + fairseq's 4 special symbols
+    for name in ("dict.src.txt", "dict.tgt.txt"):  # a joined dictionary: both sides grow alike
+        with open(folder / name, "a") as f:
+            f.writelines(f"extra{i} 1\n" for i in range(3))
+    proc = run_cli("fairseq-generate", folder, *plugin, "--path", tiny_checkpoint, "--gen-subset", "test", check=False)
+    assert_one_line_error(proc, "fairseq-generate", f"the checkpoint's source embeddings have {trained:,} entries, "
+                                                     f"{folder / 'dict.src.txt'} has {trained + 3:,}")
+
+
 def test_a_folder_without_a_language_pair_asks_for_one(reverse_data, tiny_checkpoint, tmp_path):
     """fairseq-interactive on a folder of dictionaries only (as a shipped model's) without -s/-t."""
     for name in ("dict.src.txt", "dict.tgt.txt"):
