@@ -8,7 +8,7 @@
   ``--sentencepiece-model`` and a ``--gen-subset`` the data folder lacks are one-line errors;
 * a failed ``fairseq-generate --results-path`` run leaves no empty ``generate-*.txt``;
 * ``fairseq-interactive`` reports an over-long input line and goes on with the next
-  ones (fairseq ended the session on it).
+  ones (fairseq stopped reading input there).
 """
 import argparse
 import contextlib

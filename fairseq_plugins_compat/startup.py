@@ -1,7 +1,7 @@
 """Interpreter-start hook: installed as ``fairseq_plugins_compat.pth`` in site-packages.
 
-fairseq 0.12.2 breaks on today's Python/torch *before* any ``--user-dir`` is read
-(``import fairseq`` fails on Python >= 3.11), so its shims must be active from
+fairseq 0.12.2 breaks on Python >= 3.11 *before* any ``--user-dir`` is read
+(``import fairseq`` fails), so its shims must be active from
 interpreter start.  This module is imported by the ``.pth`` file for every Python
 process of the environment, so it stays tiny: it imports nothing heavy and only
 
