@@ -6,8 +6,6 @@ import subprocess
 from conftest import REPO
 
 RECIPES = REPO / "recipes"
-# helper-owned files whose path defaults are changed separately (see recipes/README.md)
-PENDING = set()
 
 
 def shell(command, **env):
@@ -29,7 +27,8 @@ def test_settings_derive_their_paths_from_runs():
 
 
 def test_no_recipe_defaults_into_a_fixed_folder():
-    fixed = re.compile(r"\$\{\w+:-/work/")
-    offenders = [str(path.relative_to(RECIPES)) for path in RECIPES.rglob("*.sh")
-                 if fixed.search(path.read_text()) and str(path.relative_to(RECIPES)) not in PENDING]
+    """No ``${NAME:-/absolute/path}``: every default path derives from RUNS or REPO."""
+    fixed = re.compile(r'\$\{\w+:-"?/')
+    assert fixed.search('OUT=${OUT:-/data/runs}') and not fixed.search('OUT=${OUT:-$RUNS/multi30k}')
+    offenders = [str(path.relative_to(RECIPES)) for path in RECIPES.rglob("*.sh") if fixed.search(path.read_text())]
     assert offenders == []
