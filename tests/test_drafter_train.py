@@ -8,7 +8,6 @@ from fairseq import checkpoint_utils
 from fairseq.data import data_utils
 
 from conftest import PLUGIN_DIR, TRAIN_FLAGS, run_cli
-from fairseq_plugins.decoding.registry import DECODERS
 
 DRAFTER = ["--user-dir", PLUGIN_DIR, "--task", "speculative_translation", "--arch", "block_drafter_tiny",
            "--criterion", "glancing_block_loss", "--dropout", "0.1"]
@@ -80,7 +79,6 @@ def test_console_training_from_a_verifier_then_loading_without_it(reverse_data, 
 
 
 @pytest.mark.slow
-@pytest.mark.skipif("drafter-only" not in DECODERS, reason="the drafter-only decoder is not written yet")
 def test_validation_drafter_bleu(reverse_data, tmp_path):
     log = train_drafter(reverse_data, tmp_path, 10, "--decoding", "drafter-only", "--eval-bleu",
                         "--eval-bleu-args", '{"max_len_a": 1.2, "max_len_b": 10}',
