@@ -1,4 +1,4 @@
-"""The plugin decoders' option surprises are one-line errors (issue: silent surprises)."""
+"""The plugin decoders' option surprises are one-line errors, never silent."""
 import pytest
 
 from conftest import PLUGIN_DIR, run_cli

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Double-token decoding against its single-token baseline, with and without distillation, in one command
-# (issue 14): the bidirectional model and the single-token L2R model trained to convergence on Multi30k
+# Double-token decoding against its single-token baseline, with and without distillation, in one command:
+# the bidirectional model and the single-token L2R model trained to convergence on Multi30k
 # (recipes/double-token/train-multi30k.sh with CONVERGE=1: patience 10, the average of the 10 best
 # checkpoints), the converged single-token model's beam-5 translations of the training set
 # (recipes/distill.sh; the paper: distillation improves every system alike), the same pair trained to
@@ -8,8 +8,8 @@
 # against the distilled single-token model, the others against the original one) and their valid-BLEU
 # curves in one plot.
 #   RUNS=... AUTOCAST=bf16 bash recipes/double-token/compare-distilled-multi30k.sh
-#   TEACHER=checkpoints/demo/verifier.pt ...   the distillation is this model's (issue 14 names the SpecDec
-#                    verifier's; it must share DATA's dictionaries), made first: the distilled pair (DISTILLED_ROOT
+#   TEACHER=checkpoints/demo/verifier.pt ...   the distillation is this model's (e.g. the SpecDec
+#                    verifier; it must share DATA's dictionaries), made first: the distilled pair (DISTILLED_ROOT
 #                    and OUT are named after the teacher) trains before the original pair, which no longer gates
 #                    it. The demo verifier is a weak teacher (test2016 greedy 29.7 BLEU against the converged
 #                    single-token model's ~38): its students learn a worse target, so the default stays the
