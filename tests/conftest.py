@@ -107,6 +107,18 @@ def translation_task(data_dir, src="src", tgt="tgt"):
         str(data_dir), "--task", "translation", "--arch", "transformer", "-s", src, "-t", tgt]))
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist's ``--dist loadgroup`` (pytest.ini) the tests that share a module- or class-scoped
+    fixture form one group, run by one worker, which builds that fixture once; every other test goes to
+    whichever worker is free. (Session-scoped fixtures are built once per worker.)"""
+    for item in items:
+        fixtures = getattr(item, "_fixtureinfo", None)
+        if fixtures and any(fixture.scope in ("module", "class")
+                            for defs in fixtures.name2fixturedefs.values() for fixture in defs):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
 @pytest.fixture(scope="session")
 def reverse_data(tmp_path_factory):
     """Binarized synthetic reverse-task corpus (joined dictionary)."""
