@@ -108,10 +108,12 @@ def translation_task(data_dir, src="src", tgt="tgt"):
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist's ``--dist loadgroup`` (pytest.ini) the tests that share a module- or class-scoped
     fixture form one group, run by one worker, which builds that fixture once; every other test goes to
     whichever worker is free. (Session-scoped fixtures are built once per worker.)"""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
     for item in items:
         fixtures = getattr(item, "_fixtureinfo", None)
         if fixtures and any(fixture.scope in ("module", "class")
