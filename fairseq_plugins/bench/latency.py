@@ -176,7 +176,7 @@ def progress_bar(args, total: int, desc: str):
 
 
 @dataclass
-class Session:
+class HarnessRun:
     """What the rows share (engine, batches, references) and what they found."""
 
     args: argparse.Namespace
@@ -199,22 +199,22 @@ class Session:
         self.skipped.append({"decoder": label, "reason": reason})
 
 
-def fairseq_rows(session: Session, specs) -> List[rounds.Row]:
+def fairseq_rows(harness: HarnessRun, specs) -> List[rounds.Row]:
     """Row templates (no batches yet) of every plugin/fairseq decoder, beam1 first (oracle,
     bound and --profile use its outputs and time); ones whose inputs are missing are skipped."""
     templates = []
     for spec in sorted(specs, key=lambda s: not s.is_greedy):
-        row = bound_row(session, spec) if spec.decoding == "bound" else generator_row(session, spec)
+        row = bound_row(harness, spec) if spec.decoding == "bound" else generator_row(harness, spec)
         if row is not None:
             templates.append(row)
     return templates
 
 
-def generator_row(session: Session, spec) -> Optional[rounds.Row]:
+def generator_row(harness: HarnessRun, spec) -> Optional[rounds.Row]:
     """The row of a generator (the oracle's replays beam1: its drafter gets the greedy outputs)."""
     from fairseq_plugins.bench import arithmetic, oracle
 
-    args, engine = session.args, session.engine
+    args, engine = harness.args, harness.engine
     reason = missing_inputs(spec, args.drafter_path)
     if reason is None:
         try:
@@ -225,7 +225,7 @@ def generator_row(session: Session, spec) -> Optional[rounds.Row]:
         except (PluginError, FileNotFoundError, OSError) as error:
             reason = f"cannot build the generator: {error}"
     if reason is not None:
-        session.skip(spec.label, reason)
+        harness.skip(spec.label, reason)
         return None
     run, convert = engine.runner(generator), engine.outputs(spec)
 
@@ -235,41 +235,41 @@ def generator_row(session: Session, spec) -> Optional[rounds.Row]:
 
     row = rounds.Row(spec.label, "fairseq", run, convert, [], is_greedy=spec.is_greedy,
                      replay=replay if drafter is not None else None)
-    session.generators.append((spec, generator, row))
+    harness.generators.append((spec, generator, row))
     model = engine.models[0]
-    session.arithmetic[row.key] = ((lambda: arithmetic.dtype_name(model)) if spec.decoding == "beam" else
+    harness.arithmetic[row.key] = ((lambda: arithmetic.dtype_name(model)) if spec.decoding == "beam" else
                                    (lambda: arithmetic.generator_arithmetic(generator, model)))
     return row
 
 
-def bound_row(session: Session, spec) -> Optional[rounds.Row]:
+def bound_row(harness: HarnessRun, spec) -> Optional[rounds.Row]:
     """The ``bound`` row: encoder + one teacher-forced pass of the lean verifier over beam1's output."""
     from fairseq_plugins.bench import arithmetic, oracle
 
     try:
-        bound = oracle.TeacherForcedBound(session.engine)
+        bound = oracle.TeacherForcedBound(harness.engine)
     except PluginError as error:
-        session.skip(spec.label, str(error))
+        harness.skip(spec.label, str(error))
         return None
     row = rounds.Row(spec.label, "fairseq", bound.runner(), None, [],
                      replay=lambda batches, greedy: (bound.batches(batches, greedy), bound.outputs(greedy)))
-    model = session.engine.models[0]
-    session.arithmetic[row.key] = lambda: arithmetic.products(bound.generator.verifier_linear, model)
+    model = harness.engine.models[0]
+    harness.arithmetic[row.key] = lambda: arithmetic.products(bound.generator.verifier_linear, model)
     return row
 
 
 @contextlib.contextmanager
-def ctranslate2_rows(session: Session):
+def ctranslate2_rows(harness: HarnessRun):
     """CTranslate2 greedy and beam-5 row templates, a pair per compute type (greedy rows first), usable
     inside the ``with`` (the converted model's folder lives that long); none when skipped, the reason in
-    ``session.ctranslate2``."""
+    ``harness.ctranslate2``."""
     from fairseq_plugins.bench import ct2
 
-    args, engine = session.args, session.engine
+    args, engine = harness.args, harness.engine
     module, reason = (None, "--no-ctranslate2") if args.no_ctranslate2 else ct2.import_ctranslate2()
     if module is None:
         say(f"CTranslate2 rows skipped: {reason}")
-        session.ctranslate2 = {"status": "skipped", "reason": reason}
+        harness.ctranslate2 = {"status": "skipped", "reason": reason}
         yield []
         return
     workspace = ct2.Workspace(args.ct2_dir)
@@ -277,7 +277,7 @@ def ctranslate2_rows(session: Session):
         try:
             model_dir = ct2.convert(module, engine, args.path, workspace.path)
             types, unsupported = ct2.compute_types(module, args.ct2_compute_types, args.device, args.fp16)
-            symbols = ct2.sources(engine, next(iter(session.batches_by_size.values())))
+            symbols = ct2.sources(engine, next(iter(harness.batches_by_size.values())))
             max_positions = engine.models[0].max_decoder_positions()
             templates = []
             for compute_type in types:
@@ -286,67 +286,67 @@ def ctranslate2_rows(session: Session):
                     row = rounds.Row(f"{label} {compute_type}", "ctranslate2",
                                      ct2.runner(translator, symbols, beam, engine.cfg.generation, max_positions),
                                      ct2.outputs(beam), [], optional=True)
-                    session.arithmetic[row.key] = lambda name=compute_type: name
+                    harness.arithmetic[row.key] = lambda name=compute_type: name
                     templates.append(row)
             templates.sort(key=lambda row: not row.label.startswith("beam1 "))  # the greedy rows first
-            session.ctranslate2 = {"status": "ok", "version": getattr(module, "__version__", None),
+            harness.ctranslate2 = {"status": "ok", "version": getattr(module, "__version__", None),
                                    "compute_types": types}
             if unsupported:
                 say(f"CTranslate2 compute types not supported on {args.device} by this build: {', '.join(unsupported)}")
-                session.ctranslate2["unsupported"] = unsupported
+                harness.ctranslate2["unsupported"] = unsupported
         except Exception as error:  # conversion problems of an optional third-party engine
             say(f"CTranslate2 rows skipped: {ct2.reason(error)}")
-            session.ctranslate2 = {"status": "skipped", "reason": ct2.reason(error)}
+            harness.ctranslate2 = {"status": "skipped", "reason": ct2.reason(error)}
             templates = []
         yield templates
     finally:
         workspace.close()
 
 
-def time_rows(session: Session, templates: List[rounds.Row]):
+def time_rows(harness: HarnessRun, templates: List[rounds.Row]):
     """Time every row at every batch size, the rows taking turns (``bench.rounds``); one
     summary row per template and batch size, in template order."""
     from fairseq_plugins.bench import ct2, summary, timing
 
-    args = session.args
+    args = harness.args
 
     def dropped(row, error):
         say(f"CTranslate2 {row.label} row dropped: {ct2.reason(error)}")
-        session.ctranslate2 = {"status": "skipped", "reason": f"{row.label}: {ct2.reason(error)}"}
+        harness.ctranslate2 = {"status": "skipped", "reason": f"{row.label}: {ct2.reason(error)}"}
 
     found = {}
-    for bs, batches in session.batches_by_size.items():
+    for bs, batches in harness.batches_by_size.items():
         rows = [replace(template, batches=batches) for template in templates]
-        with progress_bar(args, len(session.ids) * len(rows), f"batch {bs}") as bar:
+        with progress_bar(args, len(harness.ids) * len(rows), f"batch {bs}") as bar:
             timed = rounds.time_in_rounds(rows, args.rounds, args.warmup, args.device, bar, dropped)
         for row in rows:
             if row.key not in timed:
                 continue
             results = timed[row.key].results
             found[row.key, bs] = summary.summarize(row.label, row.engine_name, bs, results,
-                                                   timing.batch_times(results, batches), session.engine.detokenize,
-                                                   session.refs)
+                                                   timing.batch_times(results, batches), harness.engine.detokenize,
+                                                   harness.refs)
             found[row.key, bs]["round_s"] = timed[row.key].round_s
-            found[row.key, bs]["arithmetic"] = session.arithmetic[row.key]() if row.key in session.arithmetic else None
-            session.outputs[row.label, row.engine_name, bs] = {i: r.output.symbols for i, r in results.items()}
+            found[row.key, bs]["arithmetic"] = harness.arithmetic[row.key]() if row.key in harness.arithmetic else None
+            harness.outputs[row.label, row.engine_name, bs] = {i: r.output.symbols for i, r in results.items()}
             if row.is_greedy:
-                session.greedy[bs] = {i: r.output.tokens for i, r in results.items()}
-    session.rows += [found[t.key, bs] for t in templates for bs in session.batches_by_size if (t.key, bs) in found]
+                harness.greedy[bs] = {i: r.output.tokens for i, r in results.items()}
+    harness.rows += [found[t.key, bs] for t in templates for bs in harness.batches_by_size if (t.key, bs) in found]
 
 
-def profile_rows(session: Session):
+def profile_rows(harness: HarnessRun):
     """--profile: one extra untimed pass per speculative row and batch size (``bench.profile``)."""
     from fairseq_plugins.bench import profile
 
-    args = session.args
-    for spec, generator, row in session.generators:
+    args = harness.args
+    for spec, generator, row in harness.generators:
         if not profile.can_profile(generator):
             if profiled(spec):
                 say(f"--profile: {spec.label} is not profiled (its generator is not the speculative core)")
             continue
-        for bs, batches in session.batches_by_size.items():
-            batches, _ = rounds.prepare(row, batches, session.greedy[bs])  # the oracle's targets
-            session.passes.append(profile.profile_pass(spec.label, bs, generator, row.run, batches, args.device))
+        for bs, batches in harness.batches_by_size.items():
+            batches, _ = rounds.prepare(row, batches, harness.greedy[bs])  # the oracle's targets
+            harness.passes.append(profile.profile_pass(spec.label, bs, generator, row.run, batches, args.device))
 
 
 def benchmark(args, extra) -> dict:
@@ -367,26 +367,26 @@ def benchmark(args, extra) -> dict:
     if not ids:
         raise PluginError(f"{args.data}: no sentence of the {args.gen_subset} split to decode")
     batches_by_size = {bs: engine.batches(ids, bs) for bs in args.batch_sizes}
-    session = Session(args, engine, batches_by_size, ids, engine.references(ids))
-    templates = fairseq_rows(session, specs)
-    with ctranslate2_rows(session) as ct2_templates:
-        time_rows(session, templates + ct2_templates)
+    harness = HarnessRun(args, engine, batches_by_size, ids, engine.references(ids))
+    templates = fairseq_rows(harness, specs)
+    with ctranslate2_rows(harness) as ct2_templates:
+        time_rows(harness, templates + ct2_templates)
     order = {spec.label: n for n, spec in enumerate(specs)}  # --decoders order (beam1 ran first), CTranslate2 last
-    session.rows.sort(key=lambda row: (row["engine"] != "fairseq", order.get(row["decoder"], 0)))
+    harness.rows.sort(key=lambda row: (row["engine"] != "fairseq", order.get(row["decoder"], 0)))
     if args.profile:
-        profile_rows(session)
-    rows = session.rows
-    summary.add_comparisons(rows, session.outputs)
+        profile_rows(harness)
+    rows = harness.rows
+    summary.add_comparisons(rows, harness.outputs)
     hardware = {**fairseq_engine.hardware(args.device, args.threads), "fp16": args.fp16}
     settings = {"data": args.data, "path": args.path, "drafter_path": args.drafter_path, "gen_subset": args.gen_subset,
                 "sentences": len(ids), "too_long": too_long, "warmup": args.warmup, "batch_sizes": args.batch_sizes,
                 "rounds": {str(bs): len(rounds.interleaved_chunks(b, args.rounds)) for bs, b in batches_by_size.items()},
                 "decoders": [s.label for s in specs], "post_process": args.post_process, "fairseq_args": extra,
                 "profile": args.profile, "ct2_compute_types": args.ct2_compute_types}
-    found_profile = (profile.summarize_all(session.passes, rows, batches_by_size, summary.GREEDY)
+    found_profile = (profile.summarize_all(harness.passes, rows, batches_by_size, summary.GREEDY)
                      if args.profile else None)
-    return {"hardware": hardware, "settings": settings, "rows": rows, "skipped": session.skipped,
-            "ctranslate2": session.ctranslate2, "profile": found_profile}
+    return {"hardware": hardware, "settings": settings, "rows": rows, "skipped": harness.skipped,
+            "ctranslate2": harness.ctranslate2, "profile": found_profile}
 
 
 def main(argv=None) -> dict:
