@@ -157,33 +157,6 @@ def test_systems_benchmark_bad_input(reverse_data, tiny_checkpoint, tmp_path):
     assert "--baseline-of b=c: 'c' is not a --system name (a)" in str(error.value)
 
 
-def test_multi30k_recipe_dry_run(reverse_data, tmp_path):
-    """recipes/double-token/train-multi30k.sh (DRY_RUN: tiny model, 2 epochs) trains two orders,
-    evaluates them side by side, and skips training on a rerun."""
-    import os
-    import subprocess
-
-    from conftest import BIN_DIR, REPO
-
-    env = {**os.environ, "DRY_RUN": "1", "DATA": str(reverse_data), "SRC": "src", "TGT": "tgt",
-           "REMOVE_BPE": "none", "EVALUATE": "1", "ORDERS": "bidirectional single_l2r",
-           "SAVE_ROOT": str(tmp_path), "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
-    script = str(REPO / "recipes" / "double-token" / "train-multi30k.sh")
-    run = lambda: subprocess.run(["bash", script], env=env, text=True, stdout=subprocess.PIPE,  # noqa: E731
-                                 stderr=subprocess.STDOUT, timeout=600)
-    proc = run()
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    for order in ("bidirectional", "single_l2r"):
-        assert (tmp_path / order / "checkpoint2.pt").exists() and (tmp_path / order / "training.done").exists()
-    table = (tmp_path / "results.md").read_text()
-    assert re.findall(r"^\| (\w+) \| (\w+) \| (\d) \|", table, re.M) == [
-        ("bidirectional", "bidirectional", "1"), ("bidirectional", "bidirectional", "2"),
-        ("single_l2r", "single_l2r", "1"), ("single_l2r", "single_l2r", "2")]
-    assert "vs `single_l2r` at the same beam" in table and "warm-up 1 sentences" in table
-    rerun = run()
-    assert rerun.returncode == 0 and "trained already" in rerun.stdout and "fairseq_cli.train" not in rerun.stdout
-
-
 def test_distilled_comparison_recipe_dry_run(reverse_data, tmp_path):
     """recipes/double-token/compare-distilled-multi30k.sh (DRY_RUN, PARALLEL=1: a pipeline per order): the pair
     to convergence, the single-token model's distillation of the training set (the bidirectional pipeline waits
@@ -237,7 +210,7 @@ def test_distilled_comparison_recipe_dry_run(reverse_data, tmp_path):
 
 
 def test_distilled_comparison_recipe_with_a_given_teacher(reverse_data, tiny_checkpoint, tmp_path):
-    """TEACHER=<checkpoint> (issue 14: the SpecDec verifier distils): that model's translations are the
+    """TEACHER=<checkpoint> (e.g. the SpecDec verifier): that model's translations are the
     distillation, made before any training, and both systems train on them first and on the original data
     after (the recipe's default, one training after the other); the four systems still end in one table."""
     import json
@@ -292,7 +265,7 @@ def test_distilled_comparison_recipe_rejects_a_missing_teacher(reverse_data, tmp
 
 def test_multi30k_recipe_trains_on_after_a_stop_by_time(reverse_data, tmp_path):
     """A run stopped by --stop-time-hours is not marked done: the same command resumes it and
-    trains to its end (a time budget splits a training across sessions; it does not finish it)."""
+    trains to its end (a time budget splits a training into several runs; it does not finish it)."""
     import os
     import subprocess
 
@@ -318,8 +291,9 @@ def test_multi30k_recipe_trains_on_after_a_stop_by_time(reverse_data, tmp_path):
 
 
 def test_multi30k_recipe_converge_dry_run(reverse_data, tmp_path):
-    """CONVERGE=1: BLEU on valid every epoch, the best checkpoints kept and averaged, the
-    averaged model evaluated, valid BLEU curves plotted."""
+    """CONVERGE=1 (DRY_RUN: tiny model, 2 epochs): BLEU on valid every epoch, the best checkpoints kept and
+    averaged, the averaged models evaluated side by side, valid BLEU curves plotted. (A rerun skips the trained
+    orders: test_distilled_comparison_recipe_dry_run.)"""
     import os
     import subprocess
 
@@ -345,6 +319,11 @@ def test_multi30k_recipe_converge_dry_run(reverse_data, tmp_path):
         assert re.search(rf"^{order}: epoch 1 \(\d+ updates\) [\d.]+, epoch 2 ", proc.stdout, re.M), proc.stdout[-3000:]
     assert (tmp_path / "bleu-curves.png").read_bytes()[:4] == b"\x89PNG"
     assert "checkpoint_avg_best.pt" in (tmp_path / "results.json").read_text()
+    table = (tmp_path / "results.md").read_text()
+    assert re.findall(r"^\| (\w+) \| (\w+) \| (\d) \|", table, re.M) == [
+        ("bidirectional", "bidirectional", "1"), ("bidirectional", "bidirectional", "2"),
+        ("single_l2r", "single_l2r", "1"), ("single_l2r", "single_l2r", "2")]
+    assert "vs `single_l2r` at the same beam" in table and "warm-up 1 sentences" in table
 
 
 def test_multi30k_recipe_train_data_replaces_the_train_split_only(reverse_data, tmp_path):
