@@ -7,7 +7,7 @@ import torch
 
 from fairseq_plugins.decoding.incremental import VerifierCache
 from fairseq_plugins.decoding.registry import DECODERS
-from test_speculative_parity import assert_same_hypotheses, greedy
+from test_speculative_parity import assert_same_hypotheses, greedy, record_block_widths
 from tiny_models import build_transformer, make_batch, make_dictionary, round_to_half
 
 DICT = make_dictionary(12)
@@ -44,14 +44,7 @@ def test_one_verified_token_per_row_and_iteration():
     model = build_transformer(DICT, seed=4, eos_boost=1.0)
     batch = make_batch(DICT, [6, 3, 8], seed=1)
     generator = build_greedy(model)
-    blocks = []
-
-    class CountingCache(VerifierCache):
-        def forward_block(self, tokens):
-            blocks.append(tokens.size(1))
-            return super().forward_block(tokens)
-
-    generator.cache_factory = CountingCache
+    blocks = record_block_widths(generator)
     hypotheses = generator.generate([model], batch)
     assert set(blocks) == {1}  # the pending token alone, never a draft
     for hypos in hypotheses:

@@ -152,21 +152,27 @@ def test_perfect_drafter_needs_few_iterations(block_size):
         assert sum(out[0]["accepted_per_iteration"]) == n
 
 
-def test_verifier_cache_comes_from_the_generators_factory():
-    """``cache_factory`` (what ``--cuda-graphs`` sets) makes every batch's verifier cache."""
+def record_block_widths(generator) -> List[int]:
+    """The width of every block the generator's verifier caches will run, in order (a list it fills)."""
     from fairseq_plugins.decoding.incremental import VerifierCache
 
-    model = build_transformer(DICT, seed=4, eos_boost=1.0)
-    batch = make_batch(DICT, [5, 2, 7], seed=3)
-    generator = SpeculativeGenerator(model, DICT, RandomDrafter(1, len(DICT)), SpeculativeConfig(block_size=3, max_len_b=15))
-    blocks = []
+    widths = []
 
     class CountingCache(VerifierCache):
         def forward_block(self, tokens):
-            blocks.append(tokens.size(1))
+            widths.append(tokens.size(1))
             return super().forward_block(tokens)
 
     generator.cache_factory = CountingCache
+    return widths
+
+
+def test_verifier_cache_comes_from_the_generators_factory():
+    """``cache_factory`` (what ``--cuda-graphs`` sets) makes every batch's verifier cache."""
+    model = build_transformer(DICT, seed=4, eos_boost=1.0)
+    batch = make_batch(DICT, [5, 2, 7], seed=3)
+    generator = SpeculativeGenerator(model, DICT, RandomDrafter(1, len(DICT)), SpeculativeConfig(block_size=3, max_len_b=15))
+    blocks = record_block_widths(generator)
     assert_same_hypotheses(greedy(model, batch, max_len_b=15), generator.generate([model], batch))
     assert len(blocks) > 0 and max(blocks) == 4  # the pending token + 3 drafts
 
