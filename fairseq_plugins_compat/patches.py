@@ -2,7 +2,7 @@
 
 Each ``patch_*`` function is called by the post-import hook of
 :mod:`fairseq_plugins_compat.startup` with the freshly imported module, checks the
-version that needs it and is a no-op elsewhere.  The README lists each with its reason.
+version that needs it and is a no-op elsewhere.  docs/compatibility.md lists each with its reason.
 """
 import argparse
 import errno

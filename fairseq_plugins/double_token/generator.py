@@ -174,7 +174,7 @@ class PackedLinearsGenerator:
     """Runs a generator with the models' float32 linear layers packed for the CPU
     (``linears.packed_linears``): on a few rows at a time (a beam, a token pair) PyTorch's
     ``F.linear`` re-arranges the whole weight on every call, which cost the two-tokens-per-step
-    greedy search a third of its speed on a CPU (README: Results).  One-row products (greedy
+    greedy search a third of its speed on a CPU.  One-row products (greedy
     one token per step) are unchanged; others can differ from ``F.linear``'s in the last bits.
     Every other attribute is the wrapped generator's.
 
