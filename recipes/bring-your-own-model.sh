@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Bring your own model: a trained fairseq verifier (checkpoint, its sentencepiece model and its
-# dictionaries) and raw parallel text -> a SpecDec drafter and a latency table, in one command.
+# dictionaries) and raw parallel text -> SpecDec and SpecDec++ drafters and a latency table, in one command.
 #   VERIFIER=my/checkpoint_best.pt SPM_MODEL=my/spm.model DICT_DIR=my/dicts RAW=my/raw SRC=en TGT=de \
 #     OUT=runs/my-ende bash recipes/bring-your-own-model.sh
 #   DRY_RUN=1 <same inputs> ...   # every stage on DRY_LINES (200) lines: a 1-layer drafter, 5 test sentences
 # Inputs: RAW/{train,valid,test}.{SRC,TGT} raw text (as the verifier's text was before sentencepiece),
 #   DICT_DIR/dict.{SRC,TGT}.txt; one model per language: SRC_SPM/TGT_SPM; more test sets: TEST_SPLITS.
 # Stages, each skipped when its output exists (a rerun resumes):
-#   1/4 RAW encoded with SPM_MODEL, binarized with the dictionaries -> OUT/data/bin   (data/prepare-with-model.sh)
-#   2/4 distillation: the verifier translates the training sources (DISTILL_BEAM 1: greedy) -> OUT/distilled/bin
-#   3/4 drafter: the verifier's encoder, embeddings and sizes; DRAFTER_SETTING by its width -> OUT/drafter
-#   4/4 latency / BLEU of every decoder on test, batch 1 -> OUT/results/latency-test.{md,png,json}
+#   1/6 RAW encoded with SPM_MODEL, binarized with the dictionaries -> OUT/data/bin   (data/prepare-with-model.sh)
+#   2/6 distillation: the verifier translates the training sources and MORE_SOURCES passes of word-substituted
+#       ones (DISTILL_BEAM 1: greedy, what lossless SpecDec accepts) -> OUT/distilled/bin
+#   3/6 block drafter: the verifier's encoder, embeddings and sizes; DRAFTER_SETTING by its width -> OUT/drafter
+#   4/6 sequential head (HEAD=1): trained on the same distillation, the drafter frozen -> OUT/drafter-head/drafter.pt
+#   5/6 SpecDec++ drafter (SPECDEC_PP=1): the verifier's beam-PP_BEAM translations, the block drafter fine-tuned
+#       on them -> OUT/drafter-beam/checkpoint_last.pt
+#   6/6 latency / BLEU of every decoder on test, batch 1 -> OUT/results/latency-test.{md,png,json}
 # Every missing input is named in ONE error line before anything runs. Variables of the stage scripts
 # (MAX_UPDATE, STOP_TIME_HOURS, MAX_TOKENS, NGPUS, DECODERS, THREADS...) pass through; extra
 # arguments go to the latency harness (e.g. --max-len-b 200).
@@ -28,6 +32,12 @@ main() {
   DRAFTER_SETTING=${DRAFTER_SETTING:-auto}  # auto: small-drafter (embeddings < 512) | paper-drafter-table7
   DRAFTER_ARCH=${DRAFTER_ARCH:-auto}      # auto: block_drafter_big (embeddings >= 1024) | block_drafter
   DRAFTER_CHECKPOINT=${DRAFTER_CHECKPOINT:-checkpoint_best.pt}   # of OUT/drafter (best: SpecDec tokens/iteration on valid)
+  MORE_SOURCES=${MORE_SOURCES:-2}         # passes of word substitutions over the training sources (0: none)
+  HEAD=${HEAD:-1}                         # 1: a sequential head on the block drafter (stage 4)
+  HEAD_UPDATES=${HEAD_UPDATES:-3000}
+  SPECDEC_PP=${SPECDEC_PP:-1}             # 1: a drafter for SpecDec++ from the verifier's beam search (stage 5)
+  PP_BEAM=${PP_BEAM:-5}; PP_MAX_UPDATE=${PP_MAX_UPDATE:-3000}
+  if [ "$DRY_RUN" = 1 ]; then MORE_SOURCES=${DRY_MORE_SOURCES:-1}; HEAD_UPDATES=20; PP_MAX_UPDATE=10; fi
   SUBSET=${SUBSET:-test}; BENCH_WARMUP=${BENCH_WARMUP:-10}; MAX_SENTENCES=${MAX_SENTENCES:-0}
   check_all_inputs
   absolute_paths
@@ -38,22 +48,30 @@ main() {
   local data=$OUT/data/bin distilled=$OUT/distilled/bin drafter_dir=$OUT/drafter
   local results=$OUT/results/latency-$SUBSET
 
-  log "1/4 data: $RAW encoded with $SRC_SPM, binarized with $SRC_DICT / $TGT_DICT"
+  log "1/6 data: $RAW encoded with $SRC_SPM, binarized with $SRC_DICT / $TGT_DICT"
   OUT_DIR=$OUT/data BIN_DIR=$data CHECK_FIT=0 bash "$REPO/recipes/data/prepare-with-model.sh"
-  log "2/4 distillation by the verifier (beam $DISTILL_BEAM, $DEVICE)"
-  if all_exist "$distilled/test.$SRC-$TGT.$TGT.idx"; then log "distilled corpus exists: $distilled"
-  else
-    TEACHER=$VERIFIER TEACHER_DATA=$data VERIFIER_DATA=$data RAW=$OUT/data/spm OUT=$OUT/distilled \
-      TRAIN=train VALID=valid TEST=test BEAM=$DISTILL_BEAM DEVICE=$DEVICE FP16=$FP16 \
-      bash "$REPO/recipes/distill.sh"
-  fi
-  log "3/4 drafter ($DRAFTER_ARCH, $DRAFTER_SETTING settings) initialised from the verifier"
+  log "2/6 distillation by the verifier (beam $DISTILL_BEAM, $MORE_SOURCES passes of more sources, $DEVICE)"
+  distill "$OUT/distilled" "$DISTILL_BEAM"
+  log "3/6 drafter ($DRAFTER_ARCH, $DRAFTER_SETTING settings) initialised from the verifier"
   if all_exist "$drafter_dir/training.done"; then log "drafter trained already: $drafter_dir"
   else train_drafter "$distilled" "$drafter_dir"; fi
-  log "4/4 latency and BLEU of every decoder on $SUBSET (batch 1, $DEVICE)"
+  local specdec_drafter=$drafter_dir/$DRAFTER_CHECKPOINT
+  if [ "$HEAD" = 1 ]; then
+    log "4/6 sequential head on the drafter ($HEAD_UPDATES updates)"
+    specdec_drafter=$OUT/drafter-head/drafter.pt
+    train_head "$distilled" "$drafter_dir/$DRAFTER_CHECKPOINT" "$specdec_drafter"
+  else log "4/6 no sequential head (HEAD=0)"; fi
+  local decoders=${DECODERS:-}
+  if [ "$SPECDEC_PP" = 1 ]; then
+    log "5/6 SpecDec++ drafter: the verifier's beam-$PP_BEAM translations, the drafter fine-tuned on them"
+    distill "$OUT/distilled-beam$PP_BEAM" "$PP_BEAM"
+    finetune_drafter "$OUT/distilled-beam$PP_BEAM/bin" "$drafter_dir/$DRAFTER_CHECKPOINT" "$OUT/drafter-beam"
+    decoders=${decoders:-$(default_decoders "$OUT/drafter-beam/checkpoint_last.pt")}
+  else log "5/6 no SpecDec++ drafter (SPECDEC_PP=0)"; fi
+  log "6/6 latency and BLEU of every decoder on $SUBSET (batch 1, $DEVICE)"
   if all_exist "$results.md"; then log "latency table exists: $results.md"; cat "$results.md"
   else   # the harness prints the table
-    SETTING="" DATA=$data CHECKPOINT=$VERIFIER DRAFTER=$drafter_dir/$DRAFTER_CHECKPOINT SUBSET=$SUBSET \
+    SETTING="" DATA=$data CHECKPOINT=$VERIFIER DRAFTER=$specdec_drafter SUBSET=$SUBSET DECODERS=$decoders \
       REMOVE_BPE=sentencepiece DEVICE=$DEVICE FP16=$FP16 WARMUP=$BENCH_WARMUP MAX_SENTENCES=$MAX_SENTENCES \
       OUT_PREFIX=$results bash "$REPO/recipes/benchmark-latency.sh" "$@" > /dev/null
   fi
@@ -114,16 +132,49 @@ choose_drafter() {
   return 0
 }
 
-# train_drafter DATA SAVE_DIR: recipes/train-drafter.sh with the verifier's sizes; marks SAVE_DIR done
+# distill OUT BEAM: the verifier's beam-BEAM translations of the training sources and MORE_SOURCES passes of
+# substituted ones, binarized in OUT/bin; once
+distill() {
+  if all_exist "$1/bin/test.$SRC-$TGT.$TGT.idx"; then log "distilled corpus exists: $1/bin"; return; fi
+  TEACHER=$VERIFIER TEACHER_DATA=$OUT/data/bin VERIFIER_DATA=$OUT/data/bin RAW=$OUT/data/spm OUT=$1 \
+    TRAIN=train VALID=valid TEST=test BEAM=$2 MORE_SOURCES=$MORE_SOURCES DEVICE=$DEVICE FP16=$FP16 \
+    bash "$REPO/recipes/distill.sh"
+}
+
+# train_drafter DATA SAVE_DIR [OPTION...]: recipes/train-drafter.sh with the verifier's sizes (OPTIONs go to
+# fairseq-train); marks SAVE_DIR done
 train_drafter() {
   local cpu=0; [ "$DEVICE" = cpu ] && cpu=1
   SETTING=$DRAFTER_SETTING ARCH=$DRAFTER_ARCH DATA=$1 SAVE_DIR=$2 VERIFIER=$VERIFIER SRC=$SRC TGT=$TGT \
     ENC_LAYERS=$VERIFIER_ENC_LAYERS EMBED_DIM=$VERIFIER_EMBED_DIM FFN_DIM=${FFN_DIM:-$VERIFIER_FFN_DIM} \
     HEADS=${HEADS:-$VERIFIER_HEADS} SHARE=$VERIFIER_SHARE DRY_EMBED_DIM=$VERIFIER_EMBED_DIM \
     DRY_FFN_DIM=$VERIFIER_FFN_DIM DRY_HEADS=$VERIFIER_HEADS CPU=$cpu FP16=$FP16 BLOCK_SIZE=${BLOCK_SIZE:-} \
-    bash "$REPO/recipes/train-drafter.sh"
+    bash "$REPO/recipes/train-drafter.sh" "${@:3}"
   all_exist "$2/$DRAFTER_CHECKPOINT" || die "the drafter training wrote no $2/$DRAFTER_CHECKPOINT"
   date > "$2/training.done"
+}
+
+# train_head DATA DRAFTER OUT: a sequential head for DRAFTER trained on DATA, the drafter frozen; once
+train_head() {
+  if all_exist "$3"; then log "sequential head trained already: $3"; return; fi
+  mkdir -p "$(dirname "$3")"
+  local cpu=(); [ "$DEVICE" = cpu ] && cpu=(--cpu)
+  "$PYTHON" -m fairseq_plugins.scripts.train_sequential_head "$1" --drafter "$2" --save-to "$3.part" \
+    --updates "$HEAD_UPDATES" --threads "${THREADS:-1}" "${cpu[@]}"
+  mv "$3.part" "$3"
+}
+
+# finetune_drafter DATA INIT SAVE_DIR: the block drafter INIT fine-tuned on DATA (SpecDec++'s beam distillation) at a
+# constant learning rate of 1e-4, glancing ratio 0.3, PP_MAX_UPDATE updates; once
+finetune_drafter() {
+  if all_exist "$3/training.done"; then log "SpecDec++ drafter trained already: $3"; return; fi
+  LR=1e-4 WARMUP_INIT_LR=1e-4 WARMUP=1 GLANCE_START=0.3 GLANCE_END=0.3 MAX_UPDATE=$PP_MAX_UPDATE MAX_EPOCH=1000 \
+    DRAFTER_CHECKPOINT=checkpoint_last.pt SPEC_EVAL=0 train_drafter "$1" "$3" --finetune-from-model "$2"
+}
+
+# default_decoders PP_DRAFTER: the harness's default rows with SpecDec++ on PP_DRAFTER
+default_decoders() {
+  echo "beam1,greedy,beam5,specdec,specdec:head_candidates=0,specdec++:drafter_path=$1,iad,jacobi,oracle,bound"
 }
 
 main "$@"
