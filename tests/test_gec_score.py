@@ -121,5 +121,10 @@ def test_cli(tmp_path, capsys):
     hyp = tmp_path / "hyp.txt"
     hyp.write_text("".join(line + "\n" for line in CORRECTED))
     assert "F0.5 100.00" in run(capsys, "conll2013", "--hyp", str(hyp), "--m2", str(M2))
+    generated = tmp_path / "gen.txt"   # fairseq-generate's order: by length, with S/T/D/P lines
+    generated.write_text("".join(f"S-{i}\tx\nH-{i}\t-0.1\t{CORRECTED[i]}\nD-{i}\t-0.1\t{CORRECTED[i]}\n"
+                                 for i in (3, 0, 4, 1, 2)) + "Generate test with beam=1: BLEU4 = 1.0\n")
+    assert gec_score.read_hypotheses(generated) == CORRECTED
+    assert "F0.5 100.00" in run(capsys, "conll2013", "--hyp", str(generated), "--m2", str(M2))
     out = run(capsys, "jfleg", "--hyp", str(FIXTURES / "jfleg" / "dev" / "dev.ref0"), "--data-dir", str(FIXTURES))
     assert "BLEU 100.00" in out and "GLEU" in out

@@ -6,7 +6,7 @@
     python -m fairseq_plugins.scripts.gec_score m2-target FILE.m2   # annotator 0's corrected sentences
 
 Hypotheses: one sentence a line, in the order of the test set's sources, tokenized as those sources are
-(both sets are space-tokenized, "do n't", "it 's").
+(both sets are space-tokenized, "do n't", "it 's"); or a fairseq-generate output (its H- lines, by id).
 
 * ``jfleg``: sacreBLEU (13a, cased) against the 4 references, and GLEU (Napoles et al. 2015/2016, n = 4,
   500 reference samples with the seeds of the original script) from the ``gleu`` package.
@@ -41,6 +41,19 @@ def read_lines(path) -> List[str]:
     """Lines of ``path`` without the trailing spaces of JFLEG's dev files."""
     with open(path, encoding="utf-8") as f:
         return [line.rstrip("\n").strip() for line in f]
+
+
+def read_hypotheses(path) -> List[str]:
+    """One hypothesis a line, or a fairseq-generate output: its "H-<id>\tscore\ttext" lines in id order."""
+    lines = read_lines(path)
+    if not any(line.startswith("H-") for line in lines):
+        return lines
+    found = {}
+    for line in lines:
+        if line.startswith("H-"):
+            name, _, text = (line.split("\t", 2) + ["", ""])[:3]
+            found[int(name[2:])] = text.strip()
+    return [found[i] for i in sorted(found)]
 
 
 # --- JFLEG: BLEU and GLEU ------------------------------------------------------------------------------
@@ -233,7 +246,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     for name in ("jfleg", "conll2013"):
         p = sub.add_parser(name, help=f"score a {name} output")
         hyp = p.add_mutually_exclusive_group(required=True)
-        hyp.add_argument("--hyp", help="the output, one sentence a line ('-': stdin)")
+        hyp.add_argument("--hyp", help="the output, one sentence a line, or fairseq-generate's ('-': stdin)")
         hyp.add_argument("--copy", action="store_true", help="score the sources themselves (copy baseline)")
         p.add_argument("--data-dir", type=Path, default=None, help="default: GEC_DATA_DIR or ../shared/data")
         if name == "jfleg":
@@ -253,7 +266,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     data_dir = args.data_dir or default_data_dir()
     hyps = None
     if args.hyp:
-        hyps = read_lines(sys.stdin.fileno() if args.hyp == "-" else args.hyp)
+        hyps = read_hypotheses(sys.stdin.fileno() if args.hyp == "-" else args.hyp)
     if args.command == "jfleg":
         src_path, ref_paths = jfleg_files(data_dir, args.split)
         srcs = read_lines(args.src or src_path)
