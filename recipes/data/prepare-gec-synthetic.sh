@@ -2,7 +2,7 @@
 # GEC corpus: synthetic learner-like errors (recipes/lib/gec_noise.py) on every clean English text of the shared
 # data (recipes/gec/clean_english.py: Multi30k, WMT news, IWSLT14 TED, SciTLDR, ASSET), noisy -> clean.
 #   bash recipes/data/prepare-gec-synthetic.sh                # -> $RUNS/gec-synth/{raw,spm,bin}
-#   DRY_RUN=1 DATA_DIR=tests/fixtures/gec OUT_DIR=/some/tmp bash recipes/data/prepare-gec-synthetic.sh
+#   DRY_RUN=1 DATA_DIR=tests/fixtures/gec OUT_DIR=$RUNS/gec-dry bash recipes/data/prepare-gec-synthetic.sh
 # train: COPIES noisy versions of the clean sentences (each copy its own seed) -> the clean sentence
 # valid: VALID_SIZE held-out clean sentences (never in train), noisy once
 # test:  JFLEG dev (source -> ref0; the 4 references kept as raw/test.ref{0..3})
