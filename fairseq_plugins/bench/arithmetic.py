@@ -2,7 +2,8 @@
 
 Read after the row was timed, from what its generator built: the verifier's products
 (``--verifier-matmul``: float16-stored weights widened to float32 where the weights are float16
-numbers, else float32) and, where it differs, the drafter's (``--drafter-precision``).
+numbers, else float32; int8 weights per channel times int8 activations per row with int32 sums) and,
+where it differs, the drafter's (``--drafter-precision``).
 fairseq's own search runs the model as loaded; CTranslate2 runs its compute type.
 """
 from typing import Optional
@@ -10,6 +11,7 @@ from typing import Optional
 import torch
 
 FLOAT16_STORED = "float16-stored weights, float32 math"
+ROW_INT8 = "int8 weights per channel x int8 activations per row, int32 sums"
 
 
 def dtype_name(model) -> str:
@@ -20,11 +22,14 @@ def dtype_name(model) -> str:
 def products(linear, model) -> str:
     """What a linears factory (``decoding.linears``; None or ``F.linear``: as loaded) ran for ``model``'s
     weights: float16-stored weights when it packed any as float16 (rounded ones said so), int8, else the
-    model's dtype."""
-    from fairseq_plugins.decoding.linears import HalfWeightLinears, Int8Linears
+    model's dtype; :class:`RowInt8Linears`: int8, and the float16-stored weights where it stored small ones so."""
+    from fairseq_plugins.decoding.linears import HalfWeightLinears, Int8Linears, RowInt8Linears
 
     if isinstance(linear, Int8Linears):
         return "int8 weights and inputs"
+    if isinstance(linear, RowInt8Linears):
+        small = products(linear.half, model)
+        return ROW_INT8 if small == dtype_name(model) else f"{ROW_INT8} (smaller weights: {small})"
     if isinstance(linear, HalfWeightLinears) and any(entry[-1] is not None for entry in linear.halves.values()):
         return FLOAT16_STORED.replace("weights", "weights (rounded)") if linear.round_weights else FLOAT16_STORED
     return dtype_name(model)

@@ -38,8 +38,11 @@ def verifier_linear(choice: str, verifier, name: str = "decoding"):
     """How the verifier cache runs an ``nn.Linear`` (``--verifier-matmul``) on a float32 CPU
     model: ``auto``: float16-stored weights where they are float16 numbers
     (``HalfWeightLinears``), oneDNN-packed float32 for the others; ``packed``: oneDNN-packed
-    float32 for all; ``plain`` (and CUDA, other dtypes, a PyTorch without those kernels): ``F.linear``."""
+    float32 for all; ``plain`` (and CUDA, other dtypes, a PyTorch without those kernels): ``F.linear``;
+    ``int8``: ``RowInt8Linears`` (a one-line error where it cannot run)."""
     param = next(verifier.parameters())
+    if choice == "int8":
+        return row_int8_linears(param, name)
     if choice == "plain" or param.device.type != "cpu" or param.dtype != torch.float32:
         return linears.float_linear
     if choice != "auto":
@@ -48,6 +51,17 @@ def verifier_linear(choice: str, verifier, name: str = "decoding"):
         logger.info(f"{name}: the verifier's weights are float16 numbers: its products read them stored as "
                     "float16, in float32 arithmetic (--verifier-matmul packed: float32 storage)")
     return linears.float32_linears()
+
+
+def row_int8_linears(param, name: str):
+    """``--verifier-matmul int8``'s products, or a one-line error naming what is missing."""
+    if param.device.type != "cpu" or param.dtype != torch.float32:
+        raise PluginError(f"--decoding {name} --verifier-matmul int8 runs a float32 verifier on a CPU; "
+                          f"this one is {str(param.dtype).replace('torch.', '')} on {param.device.type}")
+    if not linears.row_int8_available():
+        raise PluginError(f"--decoding {name} --verifier-matmul int8 needs PyTorch's fbgemm int8 kernels (x86 CPU), "
+                          "which this PyTorch lacks: use --verifier-matmul auto")
+    return linears.RowInt8Linears()
 
 
 def log_stats_at_exit(stats, name):

@@ -5,10 +5,13 @@
 - :class:`HalfWeightLinears`: float32 products of weights stored as float16 (fbgemm, x86 CPU), for weights
   whose every element is a float16 number;
 - :class:`Int8Linears`: int8 weights and dynamically quantised inputs (fbgemm, CPU);
+- :class:`RowInt8Linears`: int8 weights and inputs quantised row by row, so that a row's product does
+  not depend on the other rows (fbgemm, x86 CPU);
 - :func:`packed_or_plain`, :func:`float32_linears`: the best of these this PyTorch has;
 - :func:`packed_linears`: every ``nn.Linear`` of whole models run by one of them, for fairseq's own search.
 """
 import contextlib
+import functools
 import warnings
 from typing import Callable, List, Optional, Tuple
 
@@ -253,3 +256,80 @@ class Int8Linears(_SmallWeightsOnFloat):
             warnings.simplefilter("ignore", UserWarning)
             quantized = torch.quantize_per_channel(weight, scales, zero_points, 0, torch.qint8)
             return torch.ops.quantized.linear_prepack(quantized, bias)
+
+
+ROW_INT8_MIN_ELEMENTS = 2 ** 20
+"""Weights with fewer elements keep float16-stored weights in :class:`RowInt8Linears`: scaling each
+row costs a few small operations a call (~10-20 us), more than int8 saves on a weight that float16
+storage already keeps in the cache (the demo pair's 256x1024 FFN at 1-11 rows)."""
+
+
+def row_int8_available() -> bool:
+    """Whether this PyTorch has the fbgemm kernels of :class:`RowInt8Linears` (x86 CPU): the int8
+    product with given input quantisation and the float16-weight product."""
+    return int8_available() and half_weights_available() and \
+        hasattr(torch.ops.quantized, "linear_with_input_q_dq_qweight_dq_output_fp32")
+
+
+def _int8_product(x: Tensor, levels: int, packed) -> Tensor:
+    """fbgemm's int8 product of ``x`` (..., in) whose values lie in [-1, 1]: each value quantised to
+    round(x * levels) (uint8 with zero point levels + 1), int32 sums, times the weights' scales / levels."""
+    return torch.ops.quantized.linear_with_input_q_dq_qweight_dq_output_fp32(x, 1.0 / levels, levels + 1, packed)
+
+
+@functools.lru_cache(maxsize=None)
+def activation_levels() -> int:
+    """127 where fbgemm's int8 product sums full-range inputs exactly (VNNI), else 63: without VNNI
+    (AVX2) it adds pairs of uint8 x int8 products in 16 bits, which saturate (2 x 255 x 127 > 2 ** 15)."""
+    packed = Int8Linears._pack(torch.full((1, 64), 127.0), None)  # weights 127, scale 1
+    full = _int8_product(torch.ones(1, 64), 127, packed)  # uint8 255 per input
+    return 127 if full.item() == 127 * 64 else 63
+
+
+class RowInt8Linears(_SmallWeightsOnFloat):
+    """nn.Linear -> the projection in int8 whose every row is computed as if it were alone: a
+    verified block's rows equal, bit for bit, the rows of the one-token steps that greedy search takes.
+
+    Weights: int8 per output channel (symmetric, scale max|w| / 127), packed once (fbgemm, x86 CPU).
+    Inputs: each row x (one token) divided by its max|x| and quantised to round(x * levels / max|x|)
+    (symmetric int8 per row; levels: :func:`activation_levels`); int32 sums; the result times the
+    weight scale / levels and max|x|, plus the bias, in float32.  A row's quantisation
+    depends on that row only, and integer sums have no order, so the block cannot differ from the
+    step (fbgemm's own dynamic product, :class:`Int8Linears`, quantises with the whole block's range).
+
+    Weights of fewer than ``min_elements`` elements (default :data:`ROW_INT8_MIN_ELEMENTS`) are
+    stored as float16 (rounded where they are not float16 numbers) and multiplied in float32 by
+    fbgemm (:class:`HalfWeightLinears`), whose rows are computed apart as well.  Each weight is
+    packed again if it changes as a tensor; ``forget`` after training steps."""
+
+    def __init__(self, min_elements: Optional[int] = None):
+        super().__init__(ROW_INT8_MIN_ELEMENTS if min_elements is None else min_elements)
+        self.levels = activation_levels()
+        self.half = HalfWeightLinears(fallback=self.int8_linear, round_weights=True)
+        self.packed = {}  # (id(module), rows) -> (module, weight stamp, packed int8 weight)
+
+    def forget(self):
+        """Drop every packed weight (see :meth:`PackedLinears.forget`)."""
+        self.packed.clear()
+        self.half.forget()
+
+    def __call__(self, module: nn.Linear, rows: int = 0) -> Linear:
+        if self.is_small(_first_rows(module, rows)[0]):
+            return self.half(module, rows)
+        return self.int8_linear(module, rows)
+
+    def int8_linear(self, module: nn.Linear, rows: int = 0) -> Linear:
+        """The int8 product of any weight (the float16 one's fallback too: it never falls back to a
+        float product that depends on the other rows)."""
+        weight, bias = _first_rows(module, rows)
+        key, stamp = (id(module), rows), weight_stamp(weight)
+        if key not in self.packed or self.packed[key][1] != stamp:  # the module is kept: its id is not reused
+            self.packed[key] = (module, stamp, Int8Linears._pack(weight, None))
+        packed, levels = self.packed[key][2], self.levels
+        bias = None if bias is None else bias.detach()
+
+        def linear(x: Tensor) -> Tensor:
+            top = x.abs().amax(-1, keepdim=True).clamp_(min=1e-30)  # (..., 1): each row's own range
+            y = _int8_product(x / top, levels, packed)
+            return y.mul_(top) if bias is None else torch.addcmul(bias, y, top)
+        return linear

@@ -24,14 +24,18 @@ DRAFT_LENGTH_HELP = (
 )
 
 VERIFIER_MATMUL_HELP = (
-    "how the verifier's matrix products run on a CPU (float32 arithmetic in every case): auto (the default): "
+    "how the verifier's matrix products run on a CPU (float32 arithmetic, except int8): auto (the default): "
     "weights that are float16 numbers (a checkpoint saved with --fp16 or exported by export_checkpoint --fp16) "
     "are stored as float16 and widened to float32 in the product (fbgemm, x86: half the bytes read per token, "
     "the same weights bit for bit), the others as in packed; packed: every weight of 2**17 elements or more "
     "packed once into oneDNN's float32 layout (2-4x faster for a block than F.linear, which re-arranges the "
     "weight on every call; one-token products and smaller weights stay F.linear); plain: F.linear, as "
     "fairseq.  Their results can differ in the last bits (another summation order), as F.linear's own do "
-    "between one token and a block; the parity tests hold for each.  CUDA: always plain"
+    "between one token and a block; the parity tests hold for each.  CUDA: always plain.  int8 (x86 CPU, "
+    "float32 verifier): weights of 2**20 elements or more (the output layer, large FFNs) in int8 per output "
+    "channel times each token's input in int8 (its own scale), int32 sums; smaller weights stored as float16.  "
+    "Its output differs from float32's in some sentences (like CTranslate2's int8), but every row is computed "
+    "as if alone, so greedy and every lossless drafting decoder give the same output, token for token"
 )
 
 
@@ -52,7 +56,7 @@ class DraftLengthOptions(BlockSizeOptions):
 
     draft_length: ChoiceEnum(["adaptive", "fixed", "measured"]) = field(
         default="measured", metadata={"help": DRAFT_LENGTH_HELP, "aliases": ("length",)})
-    verifier_matmul: ChoiceEnum(["auto", "packed", "plain"]) = field(
+    verifier_matmul: ChoiceEnum(["auto", "packed", "plain", "int8"]) = field(
         default="auto", metadata={"help": VERIFIER_MATMUL_HELP})
 
 
