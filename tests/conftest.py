@@ -17,6 +17,7 @@ os.environ["FAIRSEQ_PLUGINS_DECODERS"] = str(Path(__file__).resolve().parent / "
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from filelock import FileLock  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -111,7 +112,12 @@ def translation_task(data_dir, src="src", tgt="tgt"):
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist's ``--dist loadgroup`` (pytest.ini) the tests that share a module- or class-scoped
     fixture form one group, run by one worker, which builds that fixture once; every other test goes to
-    whichever worker is free. (Session-scoped fixtures are built once per worker.)"""
+    whichever worker is free. (Session-scoped fixtures are built once per run: ``built_once``.)
+
+    The workers take the tests in the order of ``items`` (pytest.ini: --no-loadscope-reorder): the longest
+    first, so that no worker is left alone with a long one at the end."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items[:] = sorted(items, key=lambda item: start_order(item.path, slow_files))  # stable: files stay in one piece
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
@@ -121,18 +127,65 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
+# the test files with runs of a minute or more (recipes end to end), longest first
+LONGEST_FILES = ("test_double_token_cli.py", "test_multi30k_dry_run.py", "test_byo_recipe.py",
+                 "test_recipes_dry_run.py", "test_bench_demo_recipe.py")
+
+
+def start_order(path, slow_files):
+    """A test file's place: the files of LONGEST_FILES in that order, then the files among ``slow_files`` (those
+    holding end-to-end tests), then the others."""
+    if path.name in LONGEST_FILES:
+        return LONGEST_FILES.index(path.name)
+    return len(LONGEST_FILES) + (path not in slow_files)
+
+
+def built_once(tmp_path_factory, name, build):
+    """``build(folder)`` run once per test run, by whichever pytest-xdist worker asks first (the others wait
+    for it and reuse the folder): the run's shared temporary folder / ``name``, returned."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the workers' folders are popen-gw0, popen-gw1, ... in the run's folder
+    folder, done = base / name, base / f"{name}.done"
+    with FileLock(str(base / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # left by a failed build
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def reverse_data(tmp_path_factory):
     """Binarized synthetic reverse-task corpus (joined dictionary)."""
-    root = tmp_path_factory.mktemp("reverse")
-    raw = write_reverse_corpus(root / "raw")
-    return preprocess(raw, root / "bin")
+    root = built_once(tmp_path_factory, "reverse", lambda root: preprocess(write_reverse_corpus(root / "raw"),
+                                                                           root / "bin"))
+    return root / "bin"
 
 
 @pytest.fixture(scope="session")
 def tiny_checkpoint(reverse_data, tmp_path_factory):
     """A 2-layer post-norm transformer trained a few dozen updates on ``reverse_data``."""
-    return train(reverse_data, tmp_path_factory.mktemp("ckpt"), max_update=60)
+    return built_once(tmp_path_factory, "ckpt", lambda save: train(reverse_data, save, max_update=60)) \
+        / "checkpoint_last.pt"
+
+
+def train_drafter(data, verifier, save_dir, block_size=4, max_update=120, shared_encoder=False):
+    """A tiny block drafter trained with fairseq-train from ``verifier``; ``shared_encoder``: reading the
+    verifier's encoder output (what ``--cuda-graphs`` needs, as the demo drafter)."""
+    run_cli("fairseq-train", data, "--user-dir", PLUGIN_DIR, "--task", "speculative_translation",
+            "--arch", "block_drafter_tiny", "--criterion", "glancing_block_loss", "--block-size", block_size,
+            "--init-from-verifier", verifier, *TRAIN_FLAGS, *(["--share-verifier-encoder"] if shared_encoder else []),
+            "--max-update", max_update, "--save-dir", save_dir, "--no-epoch-checkpoints")
+    return Path(save_dir) / "checkpoint_last.pt"
+
+
+@pytest.fixture(scope="session")
+def drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
+    """A tiny block drafter (k = 4) trained 120 updates from ``tiny_checkpoint``."""
+    return built_once(tmp_path_factory, "drafter", lambda save: train_drafter(reverse_data, tiny_checkpoint, save)) \
+        / "checkpoint_last.pt"
 
 
 @pytest.fixture(autouse=True)

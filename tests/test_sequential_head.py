@@ -19,7 +19,7 @@ from fairseq_plugins.decoding.drafters import BatchStart
 from fairseq_plugins.decoding.head_drafting import HeadDrafting
 from fairseq_plugins.decoding.specdec import BlockDrafter
 from test_cli_end_to_end import hypotheses
-from test_specdec_cli import PLUGIN, train_drafter
+from test_specdec_cli import PLUGIN
 
 DICT = make_dictionary(14)
 
@@ -121,9 +121,9 @@ def train_head(data, drafter, out, *extra, check=True):
 
 
 @pytest.fixture(scope="module")
-def head_drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
+def head_drafter(reverse_data, drafter, tmp_path_factory):
+    """(``drafter`` with a sequential head trained 200 updates, the training's log)."""
     root = tmp_path_factory.mktemp("head")
-    drafter = train_drafter(reverse_data, tiny_checkpoint, root / "drafter")
     proc = train_head(reverse_data, drafter, root / "with_head.pt", "--updates", 200, "--batch-size", 32,
                       "--log-every", 50, "--lr", "3e-3")
     return root / "with_head.pt", proc.stderr
@@ -179,6 +179,7 @@ def test_export_can_drop_the_head_leaving_the_block(reverse_data, tiny_checkpoin
     assert proc.stderr.strip().splitlines()[-1].endswith(f"{block} has no sequential head to drop")
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line(reverse_data, tiny_checkpoint, tmp_path):
     proc = train_head(reverse_data, tiny_checkpoint, tmp_path / "x.pt", check=False)
     assert proc.returncode == 1 and "is not a block drafter checkpoint" in proc.stderr
@@ -206,6 +207,7 @@ def test_drafter_only_drafts_through_the_head_unless_told_not_to():
     assert outputs[0] != outputs[len(DICT)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decoding, options, uses_head", [
     ("specdec", {}, True), ("specdec++", {}, False), ("specdec", {"beta": 3}, False), ("specdec", {"tau": 0.5}, False),
     ("specdec++", {"head_candidates": 8}, True), ("specdec", {"head_candidates": 0}, False),
@@ -220,6 +222,7 @@ def test_the_head_is_used_by_default_only_where_the_drafts_cannot_change_the_out
     assert (translator.generator.drafter.head is not None) == uses_head
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decoding", ["specdec", "drafter-only"])
 def test_negative_head_candidates_is_one_line(reverse_data, tiny_checkpoint, head_drafter, decoding):
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--gen-subset", "test",

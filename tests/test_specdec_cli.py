@@ -4,25 +4,12 @@ import re
 
 import pytest
 
-from conftest import PLUGIN_DIR, TRAIN_FLAGS, run_cli, train, write_reverse_corpus, preprocess
+from conftest import PLUGIN_DIR, run_cli, train, write_reverse_corpus, preprocess
+# the drafter fixture (conftest.py, trained once per run) and train_drafter, as other test files import them from here
+from conftest import drafter, train_drafter  # noqa: F401
 from test_cli_end_to_end import hypotheses
 
 PLUGIN = ["--user-dir", PLUGIN_DIR, "--task", "speculative_translation"]
-
-
-def train_drafter(data, verifier, save_dir, block_size=4, max_update=120, shared_encoder=False):
-    """A tiny drafter trained from ``verifier``; ``shared_encoder``: reading the verifier's encoder output (what
-    ``--cuda-graphs`` needs, as the demo drafter)."""
-    run_cli("fairseq-train", data, *PLUGIN, "--arch", "block_drafter_tiny", "--criterion", "glancing_block_loss",
-            "--block-size", block_size, "--init-from-verifier", verifier, *TRAIN_FLAGS,
-            *(["--share-verifier-encoder"] if shared_encoder else []),
-            "--max-update", max_update, "--save-dir", save_dir, "--no-epoch-checkpoints")
-    return save_dir / "checkpoint_last.pt"
-
-
-@pytest.fixture(scope="module")
-def drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
-    return train_drafter(reverse_data, tiny_checkpoint, tmp_path_factory.mktemp("drafter"))
 
 
 def tokens_only(output):
@@ -97,6 +84,7 @@ def test_specdec_interactive_with_empty_line(reverse_data, tiny_checkpoint, draf
     assert hypotheses(ours) == hypotheses(greedy) and len(hypotheses(ours)) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra,message", [
     (["--beta", 0], "--beta must be >= 1"),
     (["--tau", -1], "--tau must be >= 0"),
@@ -121,6 +109,7 @@ def other_drafter(tmp_path_factory):
     return train_drafter(other, train(other, root / "v", max_update=5), root / "d", max_update=5)
 
 
+@pytest.mark.slow
 def test_drafter_with_another_dictionary_is_rejected(reverse_data, tiny_checkpoint, other_drafter):
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--drafter-path", other_drafter,
                    "--decoding", "specdec", "--gen-subset", "test", check=False)
@@ -128,6 +117,7 @@ def test_drafter_with_another_dictionary_is_rejected(reverse_data, tiny_checkpoi
     assert "dictionar" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_input_longer_than_max_positions(reverse_data, tiny_checkpoint, drafter):
     long_line = " ".join(["w1"] * 40) + "\n"
     proc = run_cli("fairseq-interactive", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--drafter-path", drafter,
@@ -148,6 +138,7 @@ def moved_checkpoint(checkpoint, tmp_path, name):
     return tmp_path / name
 
 
+@pytest.mark.slow
 def test_drafter_trained_elsewhere_uses_the_verifiers_dictionaries(reverse_data, tiny_checkpoint, drafter, tmp_path):
     moved = moved_checkpoint(drafter, tmp_path, "moved_drafter.pt")
     common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--max-len-b", 30]
@@ -156,6 +147,7 @@ def test_drafter_trained_elsewhere_uses_the_verifiers_dictionaries(reverse_data,
     assert tokens_only(specdec.stdout) == tokens_only(greedy) and len(tokens_only(greedy)) == 24
 
 
+@pytest.mark.slow
 def test_drafter_trained_elsewhere_with_another_dictionary_is_a_one_line_error(reverse_data, tiny_checkpoint,
                                                                                  other_drafter, tmp_path):
     moved = moved_checkpoint(other_drafter, tmp_path, "moved_other.pt")
