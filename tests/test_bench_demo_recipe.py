@@ -16,6 +16,7 @@ ROWS = ["beam1", "greedy", "beam5", "specdec", "specdec++:drafter_path=checkpoin
 LOSSLESS = ["greedy", "specdec", "iad", "oracle", "bound", "beam1 float32 (ctranslate2)"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (MULTI30K_RAW / "test_2016_flickr.en").exists(), reason="no local Multi30k copy")
 @pytest.mark.skipif(not (REPO / "checkpoints" / "demo" / "drafter-beam5.pt").exists(), reason="no demo pair")
 def test_demo_benchmark_quick_mode_writes_a_section_per_batch_size(tmp_path):

@@ -259,6 +259,7 @@ def test_option_errors_and_percentile():
     assert percentile([1, 2, 3, 4, 5], 50) == 3 and percentile([1, 2, 3, 4, 5], 90) == pytest.approx(4.6)
 
 
+@pytest.mark.slow
 def test_a_split_the_data_lacks_is_one_line(reverse_data, tiny_checkpoint):
     proc = subprocess.run([sys.executable, "-m", "fairseq_plugins.bench.latency", str(reverse_data), "--path",
                            str(tiny_checkpoint), "--gen-subset", "tset", "--decoders", "beam1"],
@@ -268,6 +269,7 @@ def test_a_split_the_data_lacks_is_one_line(reverse_data, tiny_checkpoint):
         f"latency: error: --gen-subset tset: Dataset not found: tset ({reverse_data})")
 
 
+@pytest.mark.slow
 def test_a_missing_data_folder_is_one_line(tiny_checkpoint, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "fairseq_plugins.bench.latency", str(tmp_path / "nowhere"), "--path",
                            str(tiny_checkpoint), "--decoders", "beam1"], text=True, capture_output=True, timeout=300)
@@ -275,6 +277,7 @@ def test_a_missing_data_folder_is_one_line(tiny_checkpoint, tmp_path):
     assert proc.stderr.strip().splitlines()[-1].startswith(f"latency: error: data folder not found: {tmp_path / 'nowhere'}")
 
 
+@pytest.mark.slow
 def test_recipe_and_module_entry_point(reverse_data, tiny_checkpoint, tmp_path):
     env = {**os.environ, "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]]), "OMP_NUM_THREADS": "1",
            "DATA": str(reverse_data), "CHECKPOINT": str(tiny_checkpoint), "SRC": "src", "TGT": "tgt",

@@ -17,6 +17,8 @@ PREPARE = REPO / "recipes" / "data" / "prepare-with-model.sh"
 SPM = REPO / "recipes" / "lib" / "spm.py"
 SPLITS = (("train", 300), ("valid", 30), ("test", 20))
 
+pytestmark = pytest.mark.slow  # every test runs a recipe, most on a verifier trained for them (user_model)
+
 
 def spm_train(inputs, prefix, vocab):
     subprocess.run([sys.executable, SPM, "train", "--input", ",".join(map(str, inputs)), "--model-prefix", prefix,
@@ -61,7 +63,6 @@ def run(script, env, timeout=600, cwd=REPO):
     return proc.returncode, proc.stdout
 
 
-@pytest.mark.slow
 def test_end_to_end_dry_run_then_every_stage_skipped(user_model, tmp_path):
     relative = {name: os.path.relpath(value, tmp_path) if "/" in value else value for name, value in user_model.items()}
     env = {**relative, "DRY_RUN": "1", "OUT": "out", "RUNS": str(tmp_path / "runs")}  # paths relative to the cwd

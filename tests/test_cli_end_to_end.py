@@ -130,7 +130,8 @@ def assert_one_line_error(proc, prog, message):
     assert "Traceback" not in proc.stderr and "FAIRSEQ_PLUGINS_TRUST_CHECKPOINTS" not in proc.stderr
 
 
-@pytest.mark.parametrize("path_kind", ["text", "truncated", "tensor", "readme", "dictionary", "missing"])
+@pytest.mark.parametrize("path_kind", ["truncated", *(pytest.param(kind, marks=pytest.mark.slow)  # one in the edit loop
+                                                   for kind in ("text", "tensor", "readme", "dictionary", "missing"))])
 def test_bad_checkpoint_gives_one_line_error(reverse_data, tiny_checkpoint, tmp_path, path_kind):
     bad, message = bad_checkpoint(path_kind, tmp_path, tiny_checkpoint, reverse_data)
     proc = run_cli("fairseq-generate", reverse_data, "--path", bad, check=False)

@@ -21,6 +21,7 @@ LANGS = ["--source-lang", "src", "--target-lang", "tgt"]
 
 # -- 1. checkpoint paths ------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path_kind", ["readme", "dictionary", "missing"])
 def test_bad_drafter_path_gives_one_line_error(reverse_data, tiny_checkpoint, tmp_path, path_kind):
     bad, message = bad_checkpoint(path_kind, tmp_path, tiny_checkpoint, reverse_data)
@@ -31,6 +32,7 @@ def test_bad_drafter_path_gives_one_line_error(reverse_data, tiny_checkpoint, tm
 
 # -- 2. --sampling --------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_sampling_with_a_plugin_decoding_is_one_line(reverse_data, tiny_checkpoint):
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--gen-subset", "test",
                    "--decoding", "specdec", "--drafter-path", tiny_checkpoint, "--sampling", check=False)
@@ -40,11 +42,13 @@ def test_sampling_with_a_plugin_decoding_is_one_line(reverse_data, tiny_checkpoi
     assert_one_line_error(proc, "fairseq-interactive", "--decoding iad does not support: sampling")
 
 
+@pytest.mark.slow
 def test_fairseqs_own_input_assertions_are_one_line(reverse_data, tiny_checkpoint):
     proc = run_cli("fairseq-generate", reverse_data, "--path", tiny_checkpoint, "--sampling", check=False)
     assert_one_line_error(proc, "fairseq-generate", "--sampling requires --nbest to be equal to --beam")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["none", "missing", "unreadable"])
 def test_bad_sentencepiece_model_is_one_line(reverse_data, tiny_checkpoint, tmp_path, model):
     """fairseq opens --sentencepiece-model deep in its BPE registry (a traceback); stock and plugin runs alike."""
@@ -64,6 +68,7 @@ def test_bad_sentencepiece_model_is_one_line(reverse_data, tiny_checkpoint, tmp_
     assert_one_line_error(proc, "fairseq-interactive", message)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plugin", [[], [*PLUGIN, "--decoding", "iad"]], ids=["stock", "plugin"])
 def test_a_split_the_data_lacks_is_one_line(reverse_data, tiny_checkpoint, plugin):
     proc = run_cli("fairseq-generate", reverse_data, *plugin, "--path", tiny_checkpoint, "--gen-subset", "tset",
@@ -71,12 +76,14 @@ def test_a_split_the_data_lacks_is_one_line(reverse_data, tiny_checkpoint, plugi
     assert_one_line_error(proc, "fairseq-generate", f"--gen-subset tset: Dataset not found: tset ({reverse_data})")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plugin", [[], [*PLUGIN, "--decoding", "iad"]], ids=["stock", "plugin"])
 def test_a_missing_data_folder_is_one_line(tiny_checkpoint, tmp_path, plugin):
     proc = run_cli("fairseq-generate", tmp_path / "nowhere", *plugin, *LANGS, "--path", tiny_checkpoint, check=False)
     assert_one_line_error(proc, "fairseq-generate", f"data folder not found: {tmp_path / 'nowhere'}")
 
 
+@pytest.mark.slow
 def test_a_data_folder_without_a_dictionary_is_one_line(reverse_data, tiny_checkpoint, tmp_path):
     folder = tmp_path / "bin"
     shutil.copytree(reverse_data, folder)
@@ -85,6 +92,7 @@ def test_a_data_folder_without_a_dictionary_is_one_line(reverse_data, tiny_check
     assert_one_line_error(proc, "fairseq-generate", f"{folder}: no dict.tgt.txt")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plugin", [[], [*PLUGIN, "--decoding", "iad"]], ids=["stock", "plugin"])
 def test_dictionaries_that_do_not_fit_the_checkpoint_are_one_line(reverse_data, tiny_checkpoint, tmp_path, plugin):
     """A data folder whose dictionaries are not the checkpoint's (fairseq: a size mismatch traceback from
@@ -100,6 +108,7 @@ def test_dictionaries_that_do_not_fit_the_checkpoint_are_one_line(reverse_data, 
                                                      f"{folder / 'dict.src.txt'} has {trained + 3:,}")
 
 
+@pytest.mark.slow
 def test_a_folder_without_a_language_pair_asks_for_one(reverse_data, tiny_checkpoint, tmp_path):
     """fairseq-interactive on a folder of dictionaries only (as a shipped model's) without -s/-t."""
     for name in ("dict.src.txt", "dict.tgt.txt"):
@@ -108,6 +117,7 @@ def test_a_folder_without_a_language_pair_asks_for_one(reverse_data, tiny_checkp
     assert_one_line_error(proc, "fairseq-interactive", "give --source-lang and --target-lang")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("user_dir", [[], ["--user-dir", PLUGIN_DIR]], ids=["no-user-dir", "user-dir"])
 def test_a_plugin_option_without_its_task_names_the_task(reverse_data, tiny_checkpoint, user_dir):
     proc = run_cli("fairseq-generate", reverse_data, *user_dir, "--path", tiny_checkpoint, "--decoding", "iad",
@@ -121,6 +131,7 @@ def test_a_plugin_option_without_its_task_names_the_task(reverse_data, tiny_chec
 
 # -- 3. fairseq-interactive: an over-long line ----------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plugin", [[], [*PLUGIN, "--decoding", "iad"]], ids=["stock", "plugin"])
 def test_interactive_reports_an_over_long_line_and_goes_on(reverse_data, tiny_checkpoint, plugin):
     lines = "w1 w2\n" + " ".join(["w1"] * 1100) + "\nw3 w4\n"
@@ -135,6 +146,7 @@ def test_interactive_reports_an_over_long_line_and_goes_on(reverse_data, tiny_ch
 
 # -- 4. --results-path ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_failed_run_leaves_no_results_file(reverse_data, tiny_checkpoint, tmp_path):
     fresh, existing = tmp_path / "fresh", tmp_path / "existing"
     existing.mkdir()
@@ -154,6 +166,7 @@ def test_failed_run_leaves_no_results_file(reverse_data, tiny_checkpoint, tmp_pa
 NOISE = ("tensorboardX", "pin_memory", "Warning", "could not import the checkpoint's user dir")
 
 
+@pytest.mark.slow
 def test_no_noise_on_a_plain_run(reverse_data, tiny_checkpoint):
     proc = run_cli("fairseq-interactive", reverse_data, *PLUGIN, *LANGS, "--path", tiny_checkpoint,
                    "--decoding", "iad", input="w1 w2\n")
@@ -171,6 +184,7 @@ exec(compile('import warnings; warnings.warn("`torch.cuda.amp.autocast(args...)`
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("python_flags", [[], ["-W", "default"]])
 def test_genuine_warnings_still_show(tmp_path, python_flags):
     proc = subprocess.run([sys.executable, *python_flags, "-c", GENUINE_WARNINGS], capture_output=True, text=True,
@@ -182,6 +196,7 @@ def test_genuine_warnings_still_show(tmp_path, python_flags):
     assert "tensorboardX" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_help_of_the_plugin_task_is_clean():
     proc = run_cli("fairseq-generate", *PLUGIN, "--help")
     assert "--drafter-path" in proc.stdout and "--decoding" in proc.stdout
@@ -247,6 +262,7 @@ def small_drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
     return train_drafter(reverse_data, tiny_checkpoint, tmp_path_factory.mktemp("drafter"), max_update=10)
 
 
+@pytest.mark.slow
 def test_quickstart_run_ends_with_the_models_folder(reverse_data, tiny_checkpoint, small_drafter, tmp_path,
                                                     monkeypatch, capsys):
     from fairseq_plugins import quickstart

@@ -163,6 +163,7 @@ def test_saved_user_dir_of_an_imported_module_is_kept_silently(tmp_path, caplog)
     assert "could not import" not in caplog.text
 
 
+@pytest.mark.slow
 def test_saved_user_dir_that_is_gone_resolves_the_installed_plugin(tmp_path):
     code = ("import sys, logging; logging.basicConfig()\n"
             "from fairseq_plugins_compat import patches\n"
@@ -318,6 +319,7 @@ def test_cpu_gradients_are_clipped_on_the_cpu_when_cuda_is_available(monkeypatch
 
 # -- --patience across a resume ----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_patience_counts_across_a_resume(reverse_data, tmp_path):
     """fairseq 0.12.2 keeps --patience's count in the process: a run resumed from its checkpoint
     counted afresh (a run resumed every few epochs never stopped early).  With a metric that
@@ -337,6 +339,7 @@ def test_patience_counts_across_a_resume(reverse_data, tmp_path):
     assert re.findall(r"\| valid \| epoch (\d+)", log) == ["003"]
 
 
+@pytest.mark.slow
 def test_patience_counts_afresh_when_fine_tuning_from_another_run(reverse_data, tmp_path):
     """--finetune-from-model starts a new run: the other run's count and best value (e.g. another
     model's best BLEU) must not carry over, or the new run stops after --patience epochs
@@ -360,6 +363,7 @@ def _add_training_hours(checkpoint, hours):
     torch.save(state, checkpoint)
 
 
+@pytest.mark.slow
 def test_stop_time_counts_from_a_fine_tunes_start_and_on_across_a_resume(reverse_data, tmp_path):
     """fairseq 0.12.2 restores a checkpoint's training time even at the start of
     --finetune-from-model, so fine-tuning a model trained longer than --stop-time-hours stopped

@@ -88,6 +88,7 @@ def test_bf16_without_cpu_support_is_refused_before_training_but_not_when_loadin
     assert task.build_model(args, from_checkpoint=True) is not None
 
 
+@pytest.mark.slow
 @needs_bf16
 def test_console_training_with_bf16_autocast(reverse_data, tmp_path):
     proc = run_cli("fairseq-train", reverse_data, "--user-dir", PLUGIN_DIR, "--task", "double_token_translation",
@@ -101,6 +102,7 @@ def test_console_training_with_bf16_autocast(reverse_data, tmp_path):
     assert "loss" in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 @needs_bf16
 def test_console_drafter_training_with_bf16_autocast(reverse_data, tiny_checkpoint, tmp_path):
     """The glancing drafter (two forwards per step, the first without gradients) trains too."""

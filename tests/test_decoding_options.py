@@ -11,6 +11,7 @@ def generate(reverse_data, tiny_checkpoint, *options):
                    "--max-len-b", 10, *options, check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options, message", [
     (["--decoding", "iad", "--beam", 5], "--decoding iad decodes greedily (one hypothesis): drop --beam 5"),
     (["--decoding", "gs-jacobi", "--block-size", 0], "--block-size must be >= 1, got 0"),
@@ -24,12 +25,14 @@ def test_option_surprises_are_one_line_errors(reverse_data, tiny_checkpoint, opt
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_untyped_default_beam_is_not_refused(reverse_data, tiny_checkpoint):
     proc = generate(reverse_data, tiny_checkpoint, "--decoding", "iad")  # fairseq's default --beam is 5
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "beam=1" in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decoding", ["beam", "iad"])
 def test_fp16_on_cpu_is_refused_for_every_decoding(reverse_data, tiny_checkpoint, decoding):
     proc = generate(reverse_data, tiny_checkpoint, "--decoding", decoding, "--fp16", "--cpu", "--beam", 1)

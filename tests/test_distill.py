@@ -53,11 +53,13 @@ def sharded_run(corpus, tiny_checkpoint):
     return out, proc.stderr
 
 
+@pytest.mark.slow
 def test_help():
     proc = run_distill("--help")
     assert "--num-shards" in proc.stdout and "--reference" in proc.stdout and "resume" in proc.stdout
 
 
+@pytest.mark.slow
 def test_output_has_every_line_in_input_order(corpus, sharded_run, tiny_checkpoint):
     out, stderr = sharded_run
     outputs = out.read_text().split("\n")[:-1]
@@ -82,6 +84,7 @@ def _chunks_done(work_dir):
     return len(list(work_dir.glob("chunk-*.txt"))) if work_dir.exists() else 0
 
 
+@pytest.mark.slow
 def test_kill_midway_then_resume_loses_and_duplicates_nothing(corpus, sharded_run, tiny_checkpoint):
     out, work = corpus / "resumed.txt", corpus / "resumed.txt.work"
     args = ["--teacher", tiny_checkpoint, "--input", corpus / "in.txt", "--reference", corpus / "ref.txt",
@@ -189,6 +192,7 @@ def test_recipe_distills_and_binarizes_with_the_verifier_dictionary(reverse_data
     assert (text / "test.tgt").read_text() == (small / "test.tgt").read_text()
 
 
+@pytest.mark.slow
 def test_recipe_missing_teacher_dictionary_is_one_line(reverse_data, tiny_checkpoint, tmp_path):
     small = recipe_inputs(reverse_data, tmp_path)
     env = {"TEACHER": str(tiny_checkpoint), "RAW": str(small), "SRC": "src", "TGT": "tgt", "DEVICE": "cpu",

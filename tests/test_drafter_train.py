@@ -40,6 +40,7 @@ def block_accuracy(model, task, split="test"):
     return correct / total
 
 
+@pytest.mark.slow
 def test_a_drafter_with_an_empty_block_is_refused_in_one_line(reverse_data, tmp_path):
     from test_cli_end_to_end import assert_one_line_error
 

@@ -53,6 +53,7 @@ def test_a_log_without_the_metric_is_refused(tmp_path):
         main([log, "--metric", "bleu", "--out", str(tmp_path / "x.png")])
 
 
+@pytest.mark.slow
 def test_cli_errors_are_one_line(tmp_path):
     result = subprocess.run([sys.executable, "-m", "fairseq_plugins.scripts.plot_validation", str(tmp_path / "nope.log"),
                              "--out", str(tmp_path / "x.png")], capture_output=True, text=True)

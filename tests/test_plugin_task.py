@@ -11,6 +11,7 @@ from test_cli_end_to_end import hypotheses
 PLUGIN = ["--user-dir", PLUGIN_DIR, "--task", "speculative_translation"]
 
 
+@pytest.mark.slow
 def test_task_and_decoding_option_in_help(reverse_data):
     listing = run_cli("fairseq-generate", reverse_data, "--user-dir", PLUGIN_DIR, "--task", "no_such_task", check=False).stderr
     assert "invalid choice: 'no_such_task'" in listing and "'speculative_translation'" in listing
@@ -20,6 +21,7 @@ def test_task_and_decoding_option_in_help(reverse_data):
         assert name in help_text
 
 
+@pytest.mark.slow
 def test_wrong_decoding_value_is_a_one_line_error(reverse_data, tiny_checkpoint):
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--decoding", "fastest", check=False)
     assert proc.returncode == 2
@@ -27,6 +29,7 @@ def test_wrong_decoding_value_is_a_one_line_error(reverse_data, tiny_checkpoint)
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_unsupported_generation_option_is_a_one_line_error(reverse_data, tiny_checkpoint):
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--decoding", "iad",
                    "--nbest", 2, "--no-repeat-ngram-size", 2, check=False)
@@ -35,11 +38,13 @@ def test_unsupported_generation_option_is_a_one_line_error(reverse_data, tiny_ch
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_specdec_without_drafter_is_a_one_line_error(reverse_data, tiny_checkpoint):
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--decoding", "specdec", check=False)
     assert proc.returncode != 0 and "needs --drafter-path" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_beam_decoding_through_the_plugin_task_is_stock(reverse_data, tiny_checkpoint):
     stock = run_cli("fairseq-generate", reverse_data, "--path", tiny_checkpoint, "--beam", 5, "--gen-subset", "test").stdout
     plugin = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--beam", 5, "--gen-subset", "test").stdout
@@ -59,6 +64,7 @@ def test_training_free_decoders_match_greedy_through_the_cli(reverse_data, tiny_
     assert len(steps) == 24
 
 
+@pytest.mark.slow
 def test_interactive_with_a_parallel_decoder_and_an_empty_line(reverse_data, tiny_checkpoint):
     lines = "w1 w2 w3\n\nw5 w6\n"
     args = [reverse_data, "--path", tiny_checkpoint, "--source-lang", "src", "--target-lang", "tgt", "--beam", 1]

@@ -78,6 +78,7 @@ def wmt16_slice(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_wmt16_enro_dry_run(wmt16_slice, tmp_path):
     out = tmp_path / "enro"
     recipe("data/prepare-wmt16-enro.sh", {"DRY_RUN": "1", "WMT_DIR": str(wmt16_slice), "OUT_DIR": str(out),
@@ -109,6 +110,7 @@ def test_wmt16_enro_dry_run(wmt16_slice, tmp_path):
     assert_binarized(out / "bin", "en", "ro", {"train": n_train, "valid": 50, "test": 50})
 
 
+@pytest.mark.slow
 def test_wmt16_roen_dry_run_with_train_dir(wmt16_slice, tmp_path):
     """ro->en with a local TRAIN_DIR/train.{en,ro} and DRY_LINES=60: the source side is normalised."""
     train_dir = tmp_path / "train"
@@ -167,6 +169,7 @@ def iwslt_tokenized(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_iwslt14_deen_dry_run(iwslt_tokenized, tmp_path):
     out = tmp_path / "iwslt"
     _, err = recipe("data/prepare-iwslt14-deen.sh", {"DRY_RUN": "1", "IWSLT_DIR": str(iwslt_tokenized),
@@ -207,6 +210,7 @@ TEST_SETS = ["IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2010
              "IWSLT14.TED.tst2012"]  # fairseq's prepare-iwslt14.sh order
 
 
+@pytest.mark.slow
 def test_iwslt14_deen_local_wit3(tmp_path):
     """DRY_RUN=0 on a local WIT3 copy (orig/de-en: train.tags + xml): metadata dropped, pairs cleaned
     (ratio 1.5) before every 23rd kept line becomes valid, test in fairseq's order; no download."""

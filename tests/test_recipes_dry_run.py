@@ -81,6 +81,7 @@ def test_dry_run_chain(wmt_slice, tmp_path):
     assert "compound_split=1" in scores["tokenized_bleu_line"]
 
 
+@pytest.mark.slow
 def test_dry_run_multi30k_sentencepiece(tmp_path):
     raw = tmp_path / "multi30k" / "raw"
     raw.mkdir(parents=True)
@@ -125,6 +126,7 @@ def stub_train(stub_bin, **env):
     return proc.stdout.split()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ngpus,nnodes,freq", [(8, 1, 4), (4, 1, 8), (1, 1, 32), (8, 2, 2)])
 def test_paper_batch_kept_for_any_gpu_count(stub_bin, tmp_path, ngpus, nnodes, freq):
     argv = stub_train(stub_bin, SETTING="wmt14-ende-verifier", NGPUS=str(ngpus), NNODES=str(nnodes),
@@ -139,6 +141,7 @@ def test_paper_batch_kept_for_any_gpu_count(stub_bin, tmp_path, ngpus, nnodes, f
         assert argv[0] == "torchrun" and opt("--nnodes") == "2"
 
 
+@pytest.mark.slow
 def test_the_log_names_the_sizes_that_options_after_the_name_override(stub_bin, tmp_path):
     proc = run_train_at(stub_bin, "--decoder-layers", "1", "--encoder-embed-dim", "64", SETTING="multi30k-verifier",
                         CPU="1", SAVE_DIR=str(tmp_path / "s"))
@@ -149,6 +152,7 @@ def test_the_log_names_the_sizes_that_options_after_the_name_override(stub_bin, 
     assert argv[last + 1] == "1"
 
 
+@pytest.mark.slow
 def test_training_without_data_or_environment_is_one_line(stub_bin, tmp_path):
     """train-at.sh (verifiers, teachers, drafters) stops before fairseq-train: a data folder without the
     source dictionary, or a PYTHON that cannot import torch and fairseq (no README install active)."""

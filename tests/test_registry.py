@@ -20,6 +20,7 @@ def test_test_suite_decoder_is_registered_with_its_options():
     assert "repeat-last" in benchmark_specs() and "specdec++:beta=5,tau=3" in benchmark_specs()
 
 
+@pytest.mark.slow
 def test_help_lists_every_decoder_and_option(reverse_data):
     out = " ".join(run_cli("fairseq-generate", reverse_data, *PLUGIN, "--help").stdout.split())  # unwrapped
     for entry in entries():
@@ -59,6 +60,7 @@ def test_every_greedy_equivalent_decoder_equals_greedy(engine, drafter, name, ba
         assert decode_all(engine, label, str(drafter), batch_size) == greedy, label
 
 
+@pytest.mark.slow
 def test_test_suite_decoder_through_fairseq_generate(reverse_data, tiny_checkpoint):
     common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--batch-size", 4, "--max-len-b", 30]
     greedy = run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout
@@ -68,6 +70,7 @@ def test_test_suite_decoder_through_fairseq_generate(reverse_data, tiny_checkpoi
     assert "repeat-last: 24 sentences" in ours.stderr
 
 
+@pytest.mark.slow
 def test_test_suite_decoder_through_the_harness(reverse_data, tiny_checkpoint, tmp_path):
     out = tmp_path / "latency.json"
     run_cli_module = ["-m", "fairseq_plugins.bench.latency", str(reverse_data), "--path", str(tiny_checkpoint),
@@ -81,6 +84,7 @@ def test_test_suite_decoder_through_the_harness(reverse_data, tiny_checkpoint, t
     assert rows["repeat-last:repeat_default_k=3"]["mismatches_vs_greedy"] == 0
 
 
+@pytest.mark.slow
 def test_option_of_another_decoder_is_refused(reverse_data, tiny_checkpoint, drafter):  # noqa: F811
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--decoding", "iad",
                    "--drafter-path", drafter, "--gen-subset", "test", check=False)

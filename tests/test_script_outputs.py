@@ -58,6 +58,7 @@ def test_export_leaves_out_the_machine_paths(tiny_checkpoint, tmp_path):
     assert all(torch.equal(weight, state["model"][name]) for name, weight in models[0].named_parameters())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["export_checkpoint", "average_checkpoints"])
 def test_a_folder_as_the_output_is_one_line(tiny_checkpoint, tmp_path, module):
     args = [str(tiny_checkpoint), str(tmp_path)] if module == "export_checkpoint" else \

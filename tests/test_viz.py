@@ -238,6 +238,7 @@ def test_command_line_help_lists_the_options():
     assert "beam" not in choices and "drafter-only" not in choices
 
 
+@pytest.mark.slow
 def test_commands_on_a_trained_checkpoint(reverse_data, tiny_checkpoint, tmp_path):
     out = tmp_path / "viz" / "trace"
     common = [reverse_data, "--path", tiny_checkpoint, "--cpu", "--max-len-b", 20]
