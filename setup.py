@@ -92,6 +92,7 @@ setup(
         "numpy",
         "tqdm",
         "matplotlib",
+        "gleu>=1.1",
     ],
     extras_require={"test": ["pytest", "hypothesis"]},
     entry_points={
