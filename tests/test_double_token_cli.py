@@ -157,27 +157,41 @@ def test_systems_benchmark_bad_input(reverse_data, tiny_checkpoint, tmp_path):
     assert "--baseline-of b=c: 'c' is not a --system name (a)" in str(error.value)
 
 
-def test_distilled_comparison_recipe_dry_run(reverse_data, tmp_path):
+def compare_distilled(env, timeout=900):
+    """recipes/double-token/compare-distilled-multi30k.sh in DRY_RUN with ``env`` added; its log (stdout+stderr)."""
+    import os
+    import subprocess
+
+    from conftest import BIN_DIR, REPO
+
+    env = {**os.environ, "DRY_RUN": "1", "SRC": "src", "TGT": "tgt", "REMOVE_BPE": "none",
+           "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]]), **{k: str(v) for k, v in env.items()}}
+    proc = subprocess.run(["bash", str(REPO / "recipes" / "double-token" / "compare-distilled-multi30k.sh")],
+                          env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def distilled_comparison(reverse_data, tmp_path_factory):
+    """The comparison with PARALLEL=1 and WARM_START=1, run twice into the same RUNS: (RUNS/multi30k, the rerun's
+    log). The original pair it trains is also the one of test_distilled_comparison_recipe_with_a_given_teacher."""
+    runs = tmp_path_factory.mktemp("compare_distilled")
+    env = {"PARALLEL": "1", "WARM_START": "1", "DATA": reverse_data, "RAW": reverse_data.parent / "raw",
+           "RUNS": runs, "POLL_SECONDS": "1"}
+    compare_distilled(env)
+    return runs / "multi30k", compare_distilled(env)
+
+
+def test_distilled_comparison_recipe_dry_run(reverse_data, distilled_comparison):
     """recipes/double-token/compare-distilled-multi30k.sh (DRY_RUN, PARALLEL=1: a pipeline per order): the pair
     to convergence, the single-token model's distillation of the training set (the bidirectional pipeline waits
     for it), the pair on it, with WARM_START=1 the bidirectional model on it started from the single-token one,
     the five systems in one table (the distilled ones against their own baseline) and one plot; a rerun skips
     every stage."""
     import json
-    import os
-    import subprocess
 
-    from conftest import BIN_DIR, REPO
-
-    env = {**os.environ, "DRY_RUN": "1", "PARALLEL": "1", "WARM_START": "1", "DATA": str(reverse_data),
-           "RAW": str(reverse_data.parent / "raw"), "SRC": "src", "TGT": "tgt", "REMOVE_BPE": "none",
-           "RUNS": str(tmp_path), "POLL_SECONDS": "1", "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
-    script = str(REPO / "recipes" / "double-token" / "compare-distilled-multi30k.sh")
-    run = lambda: subprocess.run(["bash", script], env=env, text=True, stdout=subprocess.PIPE,  # noqa: E731
-                                 stderr=subprocess.STDOUT, timeout=900)
-    proc = run()
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    runs = tmp_path / "multi30k"
+    runs, rerun = distilled_comparison
     for root in ("double-token", "double-token-distilled"):
         for order in ("bidirectional", "single_l2r"):
             assert (runs / root / order / "training.done").exists()
@@ -200,33 +214,25 @@ def test_distilled_comparison_recipe_dry_run(reverse_data, tmp_path):
     assert f"loading pretrained model from {start}" in (warm / "train.log").read_text()
     assert (warm / "checkpoint_avg_best.pt").exists()
     assert (runs / "double-token-comparison" / "bleu-curves.png").stat().st_size > 0
-    rerun = run()
-    assert rerun.returncode == 0, rerun.stdout[-4000:]
-    assert "fairseq_cli.train" not in rerun.stdout, rerun.stdout[-4000:]
+    assert "fairseq_cli.train" not in rerun, rerun[-4000:]
     for order in ("bidirectional", "single_l2r"):
         log = (runs / "double-token-comparison" / f"pipeline-{order}.log").read_text()
         assert log.count("trained already") == 2 and "fairseq_cli.train" not in log, log[-4000:]
     assert "distilled already" in (runs / "double-token-comparison" / "pipeline-single_l2r.log").read_text()
 
 
-def test_distilled_comparison_recipe_with_a_given_teacher(reverse_data, tiny_checkpoint, tmp_path):
+def test_distilled_comparison_recipe_with_a_given_teacher(reverse_data, tiny_checkpoint, distilled_comparison,
+                                                          tmp_path):
     """TEACHER=<checkpoint> (e.g. the SpecDec verifier): that model's translations are the
     distillation, made before any training, and both systems train on them first and on the original data
-    after (the recipe's default, one training after the other); the four systems still end in one table."""
+    after (the recipe's default, one training after the other); the four systems still end in one table.
+    ORIGINAL_ROOT is the pair test_distilled_comparison_recipe_dry_run trained on the original data (skipped
+    here as trained already); everything else goes under this test's RUNS."""
     import json
-    import os
-    import subprocess
 
-    from conftest import BIN_DIR, REPO
-
-    env = {**os.environ, "DRY_RUN": "1", "PARALLEL": "0", "DATA": str(reverse_data),
-           "RAW": str(reverse_data.parent / "raw"), "SRC": "src", "TGT": "tgt", "REMOVE_BPE": "none",
-           "RUNS": str(tmp_path), "TEACHER": str(tiny_checkpoint),
-           "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
-    script = str(REPO / "recipes" / "double-token" / "compare-distilled-multi30k.sh")
-    proc = subprocess.run(["bash", script], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          timeout=900)
-    assert proc.returncode == 0, proc.stdout[-4000:]
+    original = distilled_comparison[0] / "double-token"
+    log = compare_distilled({"PARALLEL": "0", "DATA": reverse_data, "RAW": reverse_data.parent / "raw",
+                             "RUNS": tmp_path, "TEACHER": tiny_checkpoint, "ORIGINAL_ROOT": original})
     runs = tmp_path / "multi30k"
     distilled = runs / f"distilled-{tiny_checkpoint.stem}-beam5"
     targets = (distilled / "text" / "train.tgt").read_text().splitlines()
@@ -234,14 +240,14 @@ def test_distilled_comparison_recipe_with_a_given_teacher(reverse_data, tiny_che
     assert len(targets) == len(references) == 600 and targets != references
     assert not (runs / "distilled-single-beam5").exists()
     out = runs / f"double-token-comparison-{tiny_checkpoint.stem}-beam5"
-    log = proc.stdout
     trainings = [log.index(f"{order} on the {kind} data")
                  for kind in ("distilled", "original") for order in ("bidirectional", "single_l2r")]
     assert log.index("distilling") < trainings[0] and trainings == sorted(trainings), log[-4000:]
+    assert log.count("trained already") == 2 and log.index("trained already") > trainings[2], log[-4000:]
     for order in ("bidirectional", "single_l2r"):
-        for root in ("double-token", f"double-token-distilled-{tiny_checkpoint.stem}-beam5"):
-            assert (runs / root / order / "checkpoint_avg_best.pt").exists()
-    assert not (runs / "double-token-distilled").exists()
+        assert (runs / f"double-token-distilled-{tiny_checkpoint.stem}-beam5" / order / "checkpoint_avg_best.pt").exists()
+        assert (original / order / "checkpoint_avg_best.pt").exists()
+    assert not (runs / "double-token-distilled").exists() and not (runs / "double-token").exists()
     result = json.loads((out / "results.json").read_text())
     assert len(result["rows"]) == 8
     assert not (runs / "double-token-comparison").exists()
