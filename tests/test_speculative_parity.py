@@ -109,7 +109,9 @@ def random_clock(seed):
 
 
 def test_measured_length_skips_a_drafter_that_does_not_pay():
-    """A drafter measured to be slow is skipped (except probes); the output stays greedy's."""
+    """A drafter measured to be slow is skipped; the output stays greedy's.  A probe waits until what it
+    is expected to lose (~100 s a drafted iteration) is 3 % of the time spent not drafting since the last
+    one (here none): each occupancy class drafts in its first try only."""
     model = build_transformer(DICT, seed=3, eos_boost=0.5)
     batch = make_batch(DICT, [6, 9, 4], seed=1)
     drafter = CountingDrafter(seed=2, vocab=len(DICT))
@@ -130,10 +132,10 @@ def test_measured_length_skips_a_drafter_that_does_not_pay():
     drafter.propose = slow_propose
     for _ in range(3):
         assert_same_hypotheses(greedy(model, batch, max_len_b=30), generator.generate([model], batch))
-    classes = generator.guard.classes  # 3 rows, then 2, then 1: occupancy classes 2 and 1
+    classes = generator.guard.classes  # 3 rows (class 2), then maybe 2 (class 2) and 1 (class 1)
     iterations = sum(choice.iteration for choice in classes.values())
-    assert sorted(classes) == [1, 2]
-    assert len(classes) <= drafter.calls <= len(classes) + iterations // 8  # each class's first try, then probes
+    assert 2 in classes and set(classes) <= {1, 2}
+    assert 1 <= drafter.calls <= len(classes)  # each class's first try (none when a row's room was used up)
     assert generator.stats.loop_iterations == iterations
     assert drafter.calls <= iterations - generator.stats.undrafted  # propose only in drafting iterations (not all: no room left)
 
@@ -290,8 +292,8 @@ def test_draft_guard_switches_a_paying_drafter_back_on_after_a_slow_spell(seed):
 def test_draft_guard_keeps_a_drafter_near_break_even(draft_rate, drafts_mostly):
     """Within 10 % of break-even a drafter keeps drafting (its estimate is too noisy to tell);
     one gaining 0.8x the tokens per second of not drafting is switched off."""
-    # 1 s per iteration; drafted: 2 or 3 tokens scaled to draft_rate on average, undrafted: 1
-    choices = simulate_guard(1000, lambda i, drafting, _: (1.0, (2 + i % 2) / 2.5 * draft_rate if drafting else 1))
+    # undrafted: 1 token in 1 s; drafted: 2 or 3 tokens in 2.5 / draft_rate s
+    choices = simulate_guard(1000, lambda i, drafting, _: (2.5 / draft_rate, 2 + i % 2) if drafting else (1.0, 1))
     tail = choices[100:]
     assert (sum(tail) > 0.9 * len(tail)) if drafts_mostly else (sum(tail) < 0.1 * len(tail))
 

@@ -217,7 +217,7 @@ class SpeculativeGenerator:
         and which rows are finished (B,)."""
         cums, choices, choice_cums = self._scores(state, drafts, lprobs)
         n_accepted = acceptance.leading_true(self.accept(drafts, choices, lprobs))  # (B,)
-        if self.cfg.adaptive:
+        if self.cfg.adaptive and drafts.size(1) > 0:  # nothing offered: every length stays
             offered = drafts.ne(self.pad).sum(1)
             state.k = draft_length.next_lengths(state.k, offered, n_accepted, self.cfg.block_size)
         return self._assemble(state, drafts, n_accepted, cums, choices, choice_cums, lprobs, hidden)

@@ -46,7 +46,8 @@ class DraftGuard:
     batch size 1 there is one class.  With ``skip_catch_up`` (a drafter with a prefix cache)
     the first drafting iteration after undrafted ones is not counted: the drafter then
     catches up with every token accepted meanwhile, a one-off cost that is not what drafting
-    costs.  The measurements live as long as the generator: one sentence at batch 1 is a
+    costs; unless the class has no drafted iteration counted yet (at 32 rows a batch often spends
+    a single iteration in a class: never counted, such a class drafted in every batch).  The measurements live as long as the generator: one sentence at batch 1 is a
     few iterations.  The output is the same whichever is chosen; only the speed (and the
     iteration counts) depend on the machine's timings.  ``decay`` 0.98 remembers ~50
     iterations: tokens per drafted iteration vary from 1 to k, and with a memory of ~10
@@ -55,12 +56,13 @@ class DraftGuard:
     """
 
     def __init__(self, probe_every: int = 16, max_interval: int = 128, decay: float = 0.98, probe_length: int = 2,
-                 favour: float = 1.1, skip_catch_up: bool = False, clock=time.perf_counter):
+                 favour: float = 1.1, probe_share: float = 0.03, skip_catch_up: bool = False, clock=time.perf_counter):
         self.settings = dict(probe_every=probe_every, max_interval=max_interval, decay=decay,
-                             probe_length=probe_length, favour=favour)
+                             probe_length=probe_length, favour=favour, probe_share=probe_share)
         self.skip_catch_up, self.clock = skip_catch_up, clock
         self.classes = {}  # occupancy class -> MeasuredChoice
         self.current = None  # the class of this iteration
+        self.rows = 1  # rows decoding in this iteration
         self.drafting = True
         self.catching_up = False  # this iteration drafts after undrafted ones
         self.started = 0.0
@@ -75,9 +77,11 @@ class DraftGuard:
         key = self.occupancy_class(rows)
         if key not in self.classes:
             self.classes[key] = MeasuredChoice(**self.settings)
-        self.current = self.classes[key]
+        self.current, self.rows = self.classes[key], rows
         drafting = self.current.choose()
-        self.catching_up = self.skip_catch_up and drafting and not self.drafting
+        self.catching_up = self.skip_catch_up and drafting and not self.drafting and self.current.measured(True)
+        if self.catching_up and drafting != self.current.best:  # a probe: one more iteration, counted
+            self.current.extend_probe()
         self.drafting = drafting
         self.started = self.clock()
         return drafting
@@ -86,17 +90,26 @@ class DraftGuard:
         """The iteration gained ``tokens`` (all rows together)."""
         elapsed = max(self.clock() - self.started, 1e-9)
         if not self.catching_up:
-            self.current.record(self.drafting, tokens, elapsed)
+            self.current.record(self.drafting, tokens, elapsed, self.rows)
 
 
 class MeasuredChoice:
-    """Drafting or not, for one occupancy class: decayed sums of the tokens gained and the
-    seconds spent by whole iterations of each choice; drafts unless not drafting yields more
-    than ``favour`` times as many tokens per second.  It probes the other choice for
-    ``probe_length`` iterations ``probe_every`` iterations after the best one changed, then
-    at doubling intervals (at most ``max_interval``) while the best one stays, so both
-    estimates stay current at a small cost (a choice never tried counts as infinitely fast,
-    so both are tried at once).
+    """Drafting or not, for one occupancy class: decayed sums of the tokens gained, the
+    seconds spent, the iterations and the rows decoded by whole iterations of each choice;
+    drafts unless not drafting yields more than ``favour`` times as many tokens per second.  It
+    probes the other choice for ``probe_length`` iterations ``probe_every`` iterations after the
+    best one changed, then at doubling intervals (at most ``max_interval``) while the best one
+    stays, so both estimates stay current at a small cost (a choice never tried counts as
+    infinitely fast, so both are tried at once).
+
+    A probe also waits until what it is expected to lose (:meth:`probe_cost`) is at most
+    ``probe_share`` of the seconds the class spent on the best choice since the last probe, however
+    dear an iteration of the probed choice is: a Jacobi block over the whole output costs ~14
+    undrafted iterations at 32 rows on a CPU and gains nothing, and probed every 16-128 iterations
+    of its class, such probes cost the Jacobi decoders 5-20 % against greedy.  The expected loss
+    is discounted while the probed choice was measured on few rows (``rows / (rows + 8)``): one
+    row's drafted iteration gains 1 to k + 1 tokens, so a first try that drew a short draft must not
+    delay the probes that correct it.
 
     The sums decay per iteration of this class, not per record of their choice: an estimate
     made many iterations ago weighs little against the probe that re-measures it.  (Decayed per
@@ -105,43 +118,87 @@ class MeasuredChoice:
     ``favour`` 1.1 keeps a drafter within 10 % of break-even drafting: the drafted estimate is
     noisy (1 to k tokens per iteration), and without it a drafter paying ~1.25x was switched off
     in a third of the iterations (Multi30k test2016 on a 2-core AVX2 CPU; 8 % with 1.1, as fast
-    as never switching it off).  The guard is for drafters that clearly do not pay."""
+    as never switching it off).  The guard is for drafters that clearly do not pay.  The favour is
+    at most drafting's gain (tokens per row and drafted iteration; not drafting gains one): drafts
+    that are never accepted (gain 1) can only cost, and their tokens are not noisy; they draft only
+    in probes, however close the timings."""
 
-    def __init__(self, probe_every: int, max_interval: int, decay: float, probe_length: int, favour: float):
+    CONFIDENT_ROWS = 8  # rows measured at which an expected probe loss counts half
+
+    def __init__(self, probe_every: int, max_interval: int, decay: float, probe_length: int, favour: float,
+                 probe_share: float):
         self.probe_every, self.max_interval, self.decay, self.probe_length = probe_every, max_interval, decay, probe_length
-        self.favour = favour
+        self.favour, self.probe_share = favour, probe_share
         self.tokens = {True: 0.0, False: 0.0}  # drafting? -> decayed tokens gained
         self.seconds = {True: 0.0, False: 0.0}  # drafting? -> decayed seconds spent
+        self.iterations = {True: 0.0, False: 0.0}  # drafting? -> decayed iterations recorded
+        self.row_iterations = {True: 0.0, False: 0.0}  # drafting? -> decayed rows decoded, summed over iterations
+        self.rows_measured = {True: 0, False: 0}  # drafting? -> rows decoded, summed over every record
         self.recorded_at = {True: 0, False: 0}  # drafting? -> the iteration of its last record
         self.iteration = 0
         self.best = True
         self.interval = probe_every
         self.next_probe = probe_every
+        self.since_probe = 0.0  # seconds of the best choice recorded since the last probe (or change of it)
         self.probe_left = 0  # iterations left in the current probe
+
+    def measured(self, drafting: bool) -> bool:
+        """Whether an iteration of that choice was recorded."""
+        return self.rows_measured[drafting] > 0
 
     def rate(self, drafting: bool) -> float:
         """Tokens per second of that choice (inf while it was never measured)."""
         seconds = self.seconds[drafting]
         return self.tokens[drafting] / seconds if seconds > 0 else math.inf
 
+    def gain(self) -> float:
+        """Tokens per row and drafted iteration (inf while drafting was never measured)."""
+        rows = self.row_iterations[True]
+        return self.tokens[True] / rows if rows > 0 else math.inf
+
+    def probe_cost(self, drafting: bool) -> float:
+        """Seconds a probe of that choice is expected to lose against the other: the seconds of its
+        ``probe_length`` iterations times the share of them that gains nothing at the other's rate,
+        discounted while measured on few rows (0 while either choice was never measured)."""
+        mine, other = self.rate(drafting), self.rate(not drafting)
+        if math.isinf(mine) or math.isinf(other) or other <= 0:
+            return 0.0
+        rows = self.rows_measured[drafting]
+        seconds = self.probe_length * self.seconds[drafting] / self.iterations[drafting]
+        return seconds * max(0.0, 1 - mine / other) * rows / (rows + self.CONFIDENT_ROWS)
+
+    def drafting_pays(self) -> bool:
+        gain = self.gain()
+        return gain > 1 and self.rate(True) * min(self.favour, gain) >= self.rate(False)
+
     def choose(self) -> bool:
         """Whether this iteration drafts."""
         self.iteration += 1
-        best = self.rate(True) * self.favour >= self.rate(False)
+        best = self.drafting_pays()
         if best != self.best:
-            self.best, self.interval, self.probe_left = best, self.probe_every, 0
+            self.best, self.interval, self.probe_left, self.since_probe = best, self.probe_every, 0, 0.0
             self.next_probe = self.iteration + self.interval
-        if self.iteration >= self.next_probe:
+        affordable = self.since_probe * self.probe_share >= self.probe_cost(not best)
+        if self.iteration >= self.next_probe and affordable:
             self.interval = min(2 * self.interval, self.max_interval)
             self.next_probe = self.iteration + self.interval
-            self.probe_left = self.probe_length
+            self.probe_left, self.since_probe = self.probe_length, 0.0
         probe = self.probe_left > 0
         self.probe_left -= probe
         return best != probe
 
-    def record(self, drafting: bool, tokens: int, seconds: float):
-        """This iteration (the last one chosen) gained ``tokens`` in ``seconds``."""
+    def extend_probe(self):
+        """The probe going on lasts one iteration more (its last one was not counted)."""
+        self.probe_left += 1
+
+    def record(self, drafting: bool, tokens: int, seconds: float, rows: int = 1):
+        """This iteration (the last one chosen, ``rows`` rows) gained ``tokens`` in ``seconds``."""
         kept = self.decay ** (self.iteration - self.recorded_at[drafting])
         self.recorded_at[drafting] = self.iteration
         self.tokens[drafting] = kept * self.tokens[drafting] + tokens
         self.seconds[drafting] = kept * self.seconds[drafting] + seconds
+        self.iterations[drafting] = kept * self.iterations[drafting] + 1
+        self.row_iterations[drafting] = kept * self.row_iterations[drafting] + rows
+        self.rows_measured[drafting] += rows
+        if drafting == self.best:
+            self.since_probe += seconds
