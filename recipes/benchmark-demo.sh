@@ -2,8 +2,8 @@
 # The shipped demo pair's latency tables in docs/benchmarks.md, from a fresh clone (after `bash install.sh`):
 # Multi30k test2016 prepared with the pair's own sentencepiece model and dictionaries, then every row side by side
 # at batch 1, one thread: fairseq greedy (beam1) and beam 5, the plugin's greedy (the lean verifier, nothing
-# drafted), specdec, specdec++ with drafter-beam5.pt, iad, oracle, bound, drafter-only, CTranslate2 float32 and
-# int8 greedy and beam 5. Each table replaces its section of DOC (<!-- bench:demo-cpu-b1 --> ...), nothing else.
+# drafted), specdec, specdec++ with drafter-beam5.pt, iad, jacobi, gs-jacobi, oracle, bound, drafter-only, greedy,
+# specdec and iad with int8 products (--verifier-matmul int8), CTranslate2 float32 and int8 greedy and beam 5. Each table replaces its section of DOC (<!-- bench:demo-cpu-b1 --> ...), nothing else.
 #   bash recipes/benchmark-demo.sh                         # test2016, batch 1: section demo-cpu-b1
 #   BATCH_SIZES="1 32" TEST_SPLITS="test test1" bash recipes/benchmark-demo.sh
 #                                                          # + demo-cpu-b32, demo-cpu-test2017-b1, demo-cpu-test2017-b32
@@ -59,7 +59,8 @@ RAW=$raw SPM_MODEL=$DEMO/sentencepiece.model DICT_DIR=$DEMO SRC=en TGT=de TEST_S
 cd "$REPO"
 relative() { "$PYTHON" -c 'import os, sys; print(os.path.relpath(sys.argv[1]))' "$1"; }
 demo=$(relative "$DEMO")
-DECODERS=${DECODERS:-beam1,greedy,beam5,specdec,specdec++:drafter_path=$demo/drafter-beam5.pt,iad,oracle,bound,drafter-only}
+DECODERS=${DECODERS:-beam1,greedy,beam5,specdec,specdec++:drafter_path=$demo/drafter-beam5.pt,iad,jacobi,gs-jacobi,\
+oracle,bound,drafter-only,greedy:verifier_matmul=int8,specdec:verifier_matmul=int8,iad:verifier_matmul=int8}
 for split in $TEST_SPLITS; do
   name=$([ "$split" = test ] && echo "" || echo "-test2017")
   for bs in $BATCH_SIZES; do

@@ -10,10 +10,11 @@ import pytest
 from conftest import REPO
 
 MULTI30K_RAW = REPO.parent / "shared" / "data" / "multi30k" / "raw"  # the recipe's default MULTI30K_DIR
+INT8 = ["greedy:verifier_matmul=int8", "specdec:verifier_matmul=int8", "iad:verifier_matmul=int8"]
 ROWS = ["beam1", "greedy", "beam5", "specdec", "specdec++:drafter_path=checkpoints/demo/drafter-beam5.pt", "iad",
-        "oracle", "bound", "drafter-only", "beam1 float32 (ctranslate2)", "beam1 int8 (ctranslate2)",
-        "beam5 float32 (ctranslate2)", "beam5 int8 (ctranslate2)"]
-LOSSLESS = ["greedy", "specdec", "iad", "oracle", "bound", "beam1 float32 (ctranslate2)"]
+        "jacobi", "gs-jacobi", "oracle", "bound", "drafter-only", *INT8, "beam1 float32 (ctranslate2)",
+        "beam1 int8 (ctranslate2)", "beam5 float32 (ctranslate2)", "beam5 int8 (ctranslate2)"]
+LOSSLESS = ["greedy", "specdec", "iad", "jacobi", "gs-jacobi", "oracle", "bound", "beam1 float32 (ctranslate2)"]
 
 
 @pytest.mark.slow
@@ -42,4 +43,5 @@ def test_demo_benchmark_quick_mode_writes_a_section_per_batch_size(tmp_path):
         for name in LOSSLESS:  # the last two cells: outputs differing from beam1's and from greedy's
             assert rows[name][-2:] == ["0", "0"], (bs, name)
         assert rows["beam1"][2] == "float32" and rows["beam1 int8 (ctranslate2)"][2] == "int8"
+        assert all("int8" in rows[name][2] for name in INT8), (bs, [rows[name][2] for name in INT8])
         assert (tmp_path / "out" / f"demo-cpu-b{bs}.json").exists()
