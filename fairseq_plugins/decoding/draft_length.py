@@ -141,6 +141,7 @@ class MeasuredChoice:
         self.next_probe = probe_every
         self.since_probe = 0.0  # seconds of the best choice recorded since the last probe (or change of it)
         self.probe_left = 0  # iterations left in the current probe
+        self.extended = False  # the current probe was extended
 
     def measured(self, drafting: bool) -> bool:
         """Whether an iteration of that choice was recorded."""
@@ -182,14 +183,15 @@ class MeasuredChoice:
         if self.iteration >= self.next_probe and affordable:
             self.interval = min(2 * self.interval, self.max_interval)
             self.next_probe = self.iteration + self.interval
-            self.probe_left, self.since_probe = self.probe_length, 0.0
+            self.probe_left, self.since_probe, self.extended = self.probe_length, 0.0, False
         probe = self.probe_left > 0
         self.probe_left -= probe
         return best != probe
 
     def extend_probe(self):
-        """The probe going on lasts one iteration more (its last one was not counted)."""
-        self.probe_left += 1
+        """The probe going on lasts one iteration more (its last one was not counted), once."""
+        self.probe_left += not self.extended
+        self.extended = True
 
     def record(self, drafting: bool, tokens: int, seconds: float, rows: int = 1):
         """This iteration (the last one chosen, ``rows`` rows) gained ``tokens`` in ``seconds``."""

@@ -58,7 +58,11 @@ class JacobiDrafter(Drafter):
         return drafts.masked_fill(columns >= room.unsqueeze(1), self.pad)
 
     def update(self, step):
-        """Next iterate: the verifier's predictions after the new final prefix."""
+        """Next iterate: the verifier's predictions after the new final prefix (none after a block without
+        drafts: its one choice is final, every position after it starts again from ``init``)."""
+        if step.drafts.size(1) == 0:
+            self.guess = self.guess[:, :0]
+            return
         choices, n_new = step.choices, step.n_new
         width = choices.size(1)
         index = n_new.unsqueeze(1) + torch.arange(width, device=choices.device).unsqueeze(0)
