@@ -124,7 +124,12 @@ def pytest_collection_modifyitems(config, items):
         fixtures = getattr(item, "_fixtureinfo", None)
         if fixtures and any(fixture.scope in ("module", "class")
                             for defs in fixtures.name2fixturedefs.values() for fixture in defs):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+            group = item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group))
+            if os.environ.get("PYTEST_XDIST_WORKER") and not hasattr(item, "_nodeid") and hasattr(item, "_id"):
+                # pytest >= 9 keeps the id in _id: pytest-xdist (3.8) sets _nodeid, in vain, to add the group to it,
+                # and the group would be lost (each worker then builds the fixture)
+                item._id = type(item._id).parse(f"{item.nodeid}@{group}")
 
 
 # the test files with runs of a minute or more (recipes end to end), longest first
