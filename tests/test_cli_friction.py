@@ -257,7 +257,7 @@ def test_quickstart_prints_where_its_models_are_and_how_to_reuse_them(tmp_path):
 
 @pytest.fixture(scope="module")
 def small_drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
-    from test_specdec_cli import train_drafter
+    from conftest import train_drafter
 
     return train_drafter(reverse_data, tiny_checkpoint, tmp_path_factory.mktemp("drafter"), max_update=10)
 

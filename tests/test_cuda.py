@@ -22,7 +22,7 @@ from fairseq_plugins.decoding.jacobi import JacobiDrafter
 from fairseq_plugins.decoding.specdec import BlockDrafter
 from test_cli_end_to_end import hypotheses
 from test_cuda_graphs import graphed_generator, greedy_tokens
-from test_specdec_cli import train_drafter
+from conftest import train_drafter
 from tiny_models import make_batch, make_dictionary
 
 pytestmark = [pytest.mark.cuda,

@@ -8,7 +8,6 @@ import pytest
 from conftest import PLUGIN_DIR, REPO, run_cli
 from fairseq_plugins.decoding.registry import DECODERS, benchmark_specs, entries, option_aliases
 from test_cli_end_to_end import hypotheses
-from test_specdec_cli import drafter  # noqa: F401  (fixture: a tiny trained block drafter)
 
 PLUGIN = ["--user-dir", PLUGIN_DIR, "--task", "speculative_translation"]
 GREEDY_EQUIVALENT = [entry.name for entry in entries() if entry.greedy_equivalent]

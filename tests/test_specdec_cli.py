@@ -4,9 +4,7 @@ import re
 
 import pytest
 
-from conftest import PLUGIN_DIR, run_cli, train, write_reverse_corpus, preprocess
-# the drafter fixture (conftest.py, trained once per run) and train_drafter, as other test files import them from here
-from conftest import drafter, train_drafter  # noqa: F401
+from conftest import PLUGIN_DIR, preprocess, run_cli, train, train_drafter, write_reverse_corpus
 from test_cli_end_to_end import hypotheses
 
 PLUGIN = ["--user-dir", PLUGIN_DIR, "--task", "speculative_translation"]
