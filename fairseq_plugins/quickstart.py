@@ -184,8 +184,8 @@ def main(argv=None):
           f"greedy; {sum(tokens) / sum(steps):.2f} tokens per iteration (greedy: 1.00)")
     stats = getattr(specdec.generator, "stats", None)
     if stats is not None and stats.undrafted:  # --draft-length measured skipped the drafter where it did not pay
-        print(f"  the drafter was skipped in {stats.undrafted} of {stats.loop_iterations} iterations: not drafting "
-              f"was measured faster there (--draft-length measured; --draft-length adaptive always drafts)")
+        print(f"  the drafter was skipped in {stats.undrafted} of {stats.loop_iterations} iterations (--draft-length "
+              f"measured times not drafting now and then, and skips the drafter where that is faster)")
     same_greedy = sum(a == b for a, b in zip(stock_out, greedy_out))
     print(f"  output identical to stock greedy: specdec {identical}/{len(sentences)}, "
           f"greedy {same_greedy}/{len(sentences)}\n")

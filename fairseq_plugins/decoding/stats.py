@@ -114,4 +114,4 @@ class DecodingStats:
             )
         if self.undrafted:
             logger.info(f"{name}: no draft in {self.undrafted} of {self.loop_iterations} iterations "
-                        "(--draft-length measured: not drafting was measured to be faster there)")
+                        "(--draft-length measured: trials that keep timing not drafting, and where that was faster)")
