@@ -3,7 +3,8 @@
 # Multi30k test2016 prepared with the pair's own sentencepiece model and dictionaries, then every row side by side
 # at batch 1, one thread: fairseq greedy (beam1) and beam 5, the plugin's greedy (the lean verifier, nothing
 # drafted), specdec, specdec++ with drafter-beam5.pt, iad, jacobi, gs-jacobi, oracle, bound, drafter-only, greedy,
-# specdec and iad with int8 products (--verifier-matmul int8), CTranslate2 float32 and int8 greedy and beam 5. Each table replaces its section of DOC (<!-- bench:demo-cpu-b1 --> ...), nothing else.
+# specdec and iad with int8 products (--verifier-matmul int8), CTranslate2 float32 and int8 greedy and beam 5.
+# Each table replaces its section of DOC (<!-- bench:demo-cpu-b1 --> ...), nothing else.
 #   bash recipes/benchmark-demo.sh                         # test2016, batch 1: section demo-cpu-b1
 #   BATCH_SIZES="1 32" TEST_SPLITS="test test1" bash recipes/benchmark-demo.sh
 #                                                          # + demo-cpu-b32, demo-cpu-test2017-b1, demo-cpu-test2017-b32

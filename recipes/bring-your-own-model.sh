@@ -11,7 +11,7 @@
 #   2/6 distillation: the verifier translates the training sources and MORE_SOURCES passes of word-substituted
 #       ones (DISTILL_BEAM 1: greedy, what lossless SpecDec accepts) -> OUT/distilled/bin
 #   3/6 block drafter: the verifier's encoder, embeddings and sizes; DRAFTER_SETTING by its width -> OUT/drafter
-#   4/6 sequential head (HEAD=1): trained on the same distillation, the drafter frozen -> OUT/drafter-head/drafter.pt
+#   4/6 sequential head (HEAD_UPDATES, 0: none): trained on the same distillation, the drafter frozen -> OUT/drafter-head/drafter.pt
 #   5/6 SpecDec++ drafter (SPECDEC_PP=1): the verifier's beam-PP_BEAM translations, the block drafter fine-tuned
 #       on them -> OUT/drafter-beam/checkpoint_last.pt
 #   6/6 latency / BLEU of every decoder on test, batch 1 -> OUT/results/latency-test.{md,png,json}
@@ -33,11 +33,12 @@ main() {
   DRAFTER_ARCH=${DRAFTER_ARCH:-auto}      # auto: block_drafter_big (embeddings >= 1024) | block_drafter
   DRAFTER_CHECKPOINT=${DRAFTER_CHECKPOINT:-checkpoint_best.pt}   # of OUT/drafter (best: SpecDec tokens/iteration on valid)
   MORE_SOURCES=${MORE_SOURCES:-2}         # passes of word substitutions over the training sources (0: none)
-  HEAD=${HEAD:-1}                         # 1: a sequential head on the block drafter (stage 4)
-  HEAD_UPDATES=${HEAD_UPDATES:-3000}
+  HEAD_UPDATES=${HEAD_UPDATES:-3000}      # a sequential head on the block drafter (stage 4); 0: none
   SPECDEC_PP=${SPECDEC_PP:-1}             # 1: a drafter for SpecDec++ from the verifier's beam search (stage 5)
   PP_BEAM=${PP_BEAM:-5}; PP_MAX_UPDATE=${PP_MAX_UPDATE:-3000}
-  if [ "$DRY_RUN" = 1 ]; then MORE_SOURCES=${DRY_MORE_SOURCES:-1}; HEAD_UPDATES=20; PP_MAX_UPDATE=10; fi
+  if [ "$DRY_RUN" = 1 ]; then
+    MORE_SOURCES=${DRY_MORE_SOURCES:-1}; HEAD_UPDATES=$((HEAD_UPDATES < 20 ? HEAD_UPDATES : 20)); PP_MAX_UPDATE=10
+  fi
   SUBSET=${SUBSET:-test}; BENCH_WARMUP=${BENCH_WARMUP:-10}; MAX_SENTENCES=${MAX_SENTENCES:-0}
   check_all_inputs
   absolute_paths
@@ -56,11 +57,11 @@ main() {
   if all_exist "$drafter_dir/training.done"; then log "drafter trained already: $drafter_dir"
   else train_drafter "$distilled" "$drafter_dir"; fi
   local specdec_drafter=$drafter_dir/$DRAFTER_CHECKPOINT
-  if [ "$HEAD" = 1 ]; then
+  if [ "$HEAD_UPDATES" != 0 ]; then
     log "4/6 sequential head on the drafter ($HEAD_UPDATES updates)"
     specdec_drafter=$OUT/drafter-head/drafter.pt
     train_head "$distilled" "$drafter_dir/$DRAFTER_CHECKPOINT" "$specdec_drafter"
-  else log "4/6 no sequential head (HEAD=0)"; fi
+  else log "4/6 no sequential head (HEAD_UPDATES=0)"; fi
   local decoders=${DECODERS:-}
   if [ "$SPECDEC_PP" = 1 ]; then
     log "5/6 SpecDec++ drafter: the verifier's beam-$PP_BEAM translations, the drafter fine-tuned on them"

@@ -47,8 +47,8 @@ class DraftGuard:
     the first drafting iteration after undrafted ones is not counted: the drafter then
     catches up with every token accepted meanwhile, a one-off cost that is not what drafting
     costs; unless the class has no drafted iteration counted yet (at 32 rows a batch often spends
-    a single iteration in a class: never counted, such a class drafted in every batch).  The measurements live as long as the generator: one sentence at batch 1 is a
-    few iterations.  The output is the same whichever is chosen; only the speed (and the
+    a single iteration in a class: never counted, such a class drafted in every batch).  The
+    measurements live as long as the generator: one sentence at batch 1 is a few iterations.  The output is the same whichever is chosen; only the speed (and the
     iteration counts) depend on the machine's timings.  ``decay`` 0.98 remembers ~50
     iterations: tokens per drafted iteration vary from 1 to k, and with a memory of ~10
     (0.9) a run of short drafts switched a drafter paying 1.5x off in 17 % of the iterations
