@@ -143,7 +143,7 @@ def main(argv=None):
                                                                   "for the Multi30k demo drafter)")
     parser.add_argument("--batch-size", type=int, default=64, help="pairs per update (default 64)")
     parser.add_argument("--lr", type=float, default=1e-3, help="Adam's learning rate at the start, falling "
-                                                                 "linearly to a tenth of it (default 1e-3)")
+                                                                 "linearly to lr / 10 (default 1e-3)")
     parser.add_argument("--seed", type=int, default=1, help="the head's initialisation and the sampling (default 1)")
     parser.add_argument("--log-every", type=int, default=100, help="log the mean losses every N updates "
                                                                     "(default 100)")
