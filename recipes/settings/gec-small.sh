@@ -1,4 +1,5 @@
-# Small GEC model (3+3 layers, 30-minute cap) on the synthetic-error corpus of prepare-gec-synthetic.sh: src (noisy) -> tgt (clean).
+# Small GEC model (3+3 layers, 30-minute cap) on the synthetic-error corpus of prepare-gec-synthetic.sh:
+# src (noisy) -> tgt (clean).
 # shellcheck shell=bash disable=SC2034
 DATA=${DATA:-$RUNS/gec-synth/bin}; SRC=${SRC:-src}; TGT=${TGT:-tgt}
 SAVE_DIR=${SAVE_DIR:-$RUNS/gec-synth/small}
