@@ -94,7 +94,7 @@ setup(
         "matplotlib",
         "gleu>=1.1",
     ],
-    extras_require={"test": ["pytest", "hypothesis"]},
+    extras_require={"test": ["pytest", "pytest-xdist", "filelock", "hypothesis"]},
     entry_points={
         "console_scripts": [
             "fairseq-average-checkpoints = fairseq_plugins.scripts.average_checkpoints:cli_main",
