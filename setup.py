@@ -6,6 +6,7 @@ interpreter start, which fairseq 0.12.2 needs on Python >= 3.11 before any
 ``--user-dir`` is read.  ``pip install .`` gets it from ``build_py``, ``pip install -e .``
 from ``editable_wheel`` (setuptools >= 64) or ``develop`` (older setuptools).
 """
+import glob
 import os
 
 from setuptools import find_packages, setup
@@ -20,6 +21,8 @@ except ImportError:  # setuptools < 64: pip runs `setup.py develop` instead
 DEMO_DIR = "checkpoints/demo"  # the shipped Multi30k pair, installed to share/fairseq-specdec/demo
 DEMO_FILES = ("verifier.pt", "drafter.pt", "drafter-beam5.pt", "sentencepiece.model", "dict.en.txt", "dict.de.txt",
               "sentences.en")
+# a shipped GEC model (recipes/gec/ship.sh), when the folder is there: installed to share/fairseq-specdec/gec
+GEC_FILES = sorted(path for path in glob.glob("checkpoints/gec/*") if os.path.isfile(path))
 PTH_NAME = "fairseq_plugins_compat.pth"
 PTH_LINE = "import fairseq_plugins_compat.startup as s; s.install()\n"
 
@@ -101,6 +104,7 @@ setup(
         ]
     },
     data_files=[("share/fairseq-specdec/demo", [f"{DEMO_DIR}/{name}" for name in DEMO_FILES
-                                                 if os.path.isfile(f"{DEMO_DIR}/{name}")])],
+                                                 if os.path.isfile(f"{DEMO_DIR}/{name}")])]
+               + ([("share/fairseq-specdec/gec", GEC_FILES)] if GEC_FILES else []),
     cmdclass=CMDCLASS,
 )
