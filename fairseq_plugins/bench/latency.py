@@ -15,7 +15,8 @@ sentence (the wall time of the batch it is decoded in; CUDA synchronised), total
 speedups vs fairseq's greedy search (``beam1``), vs the plugin's ``greedy`` decoder (the lean
 verifier every plugin decoder runs, nothing drafted: the speedup drafting itself brings) and vs
 beam-5 (ratios of median latencies and of total times), iterations per sentence and tokens
-accepted per iteration, sacreBLEU of the detokenized output, the number of sentences whose
+accepted per iteration, sacreBLEU of the detokenized output (``--score jfleg`` / ``conll2013``: the GLEU
+or edit F0.5 of a GEC test set instead, ``bench.task_score``), the number of sentences whose
 output differs from ``beam1``'s and from ``greedy``'s, and the arithmetic of the row's matrix
 products (``bench.arithmetic``).  With the ``ctranslate2`` package installed, CTranslate2
 greedy and beam-5 rows are added, one pair per compute type (``--ct2-compute-types``).
@@ -40,7 +41,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
-from fairseq_plugins.bench import rounds
+from fairseq_plugins.bench import rounds, task_score
 from fairseq_plugins.bench.decoders import default_decoders, missing_inputs, parse_decoders
 
 EPILOG = ("Other options go to fairseq-generate's parser and apply to every row, e.g. --max-len-a A --max-len-b B "
@@ -69,6 +70,14 @@ def get_parser() -> argparse.ArgumentParser:
     add_shared_options(add, threads_help="CPU threads for torch (torch.set_num_threads) and CTranslate2")
     add("--no-ctranslate2", action="store_true", help="no CTranslate2 rows even if the package is installed")
     add("--ct2-dir", help="keep (and reuse) the CTranslate2 conversion here; None: a temporary folder")
+    add("--score", choices=task_score.SCORES, default="bleu",
+        help="the table's score column: sacreBLEU against the split's target (bleu), or a GEC test set's own score "
+             "by fairseq_plugins.scripts.gec_score on the detokenized outputs: GLEU against the 4 JFLEG dev "
+             "references (jfleg; the split must be JFLEG dev) or edit F0.5 against the CoNLL-2013 gold edits "
+             "(conll2013; the split must be CoNLL-2013)")
+    add("--score-data-dir", help="folder holding jfleg/dev/dev.{src,ref0..3} and "
+                                 "conll2013/revised/official-preprocessed.m2 (--score jfleg, conll2013); default: "
+                                 "GEC_DATA_DIR, else ../shared/data beside the repository")
     add("--ct2-compute-types", default="auto",
         help="CTranslate2 compute types, a greedy and a beam-5 row each, e.g. float32,int8; auto: float32 (float16 "
              "with --fp16), int8, int16 and bfloat16, those this CTranslate2 build supports on the device")
@@ -115,12 +124,18 @@ def check_args(args):
     """Every problem with the options at once."""
     from fairseq_plugins.decoding.registry import decoder_names
 
-    problems = shared_problems(args)
+    problems = shared_problems(args) + score_problems(args)
     if not args.batch_sizes or min(args.batch_sizes) < 1:
         problems.append("--batch-sizes must be positive integers")
     problems += decoder_problems(parse_decoders(args.decoders, decoder_names()), args.profile)
     if problems:
         raise PluginError("; ".join(problems))
+
+
+def score_problems(args) -> List[str]:
+    """--score's reference files, when missing (empty: none missing)."""
+    problem = task_score.reference_problem(args.score, task_score.data_dir(args.score_data_dir))
+    return [problem] if problem else []
 
 
 def decoder_problems(specs, profile: bool) -> List[str]:
@@ -193,6 +208,7 @@ class HarnessRun:
     ctranslate2: dict = field(default_factory=dict)  # CTranslate2 rows: status, version or reason
     # row key -> its "arithmetic" cell, read after timing (bench.arithmetic: what the row's products ran)
     arithmetic: Dict[tuple, Callable[[], Optional[str]]] = field(default_factory=dict)
+    score: object = None  # task_score.TaskScore of --score jfleg / conll2013; None: BLEU
 
     def skip(self, label, reason):
         say(f"skipping {label}: {reason}")
@@ -325,7 +341,7 @@ def time_rows(harness: HarnessRun, templates: List[rounds.Row]):
             results = timed[row.key].results
             found[row.key, bs] = summary.summarize(row.label, row.engine_name, bs, results,
                                                    timing.batch_times(results, batches), harness.engine.detokenize,
-                                                   harness.refs)
+                                                   harness.refs, harness.score and harness.score.score)
             found[row.key, bs]["round_s"] = timed[row.key].round_s
             found[row.key, bs]["arithmetic"] = harness.arithmetic[row.key]() if row.key in harness.arithmetic else None
             harness.outputs[row.label, row.engine_name, bs] = {i: r.output.symbols for i, r in results.items()}
@@ -367,7 +383,9 @@ def benchmark(args, extra) -> dict:
     if not ids:
         raise PluginError(f"{args.data}: no sentence of the {args.gen_subset} split to decode")
     batches_by_size = {bs: engine.batches(ids, bs) for bs in args.batch_sizes}
-    harness = HarnessRun(args, engine, batches_by_size, ids, engine.references(ids))
+    score_dir = task_score.data_dir(args.score_data_dir)
+    score = task_score.load(args.score, score_dir, len(engine.dataset), args.gen_subset)
+    harness = HarnessRun(args, engine, batches_by_size, ids, engine.references(ids), score=score)
     templates = fairseq_rows(harness, specs)
     with ctranslate2_rows(harness) as ct2_templates:
         time_rows(harness, templates + ct2_templates)
@@ -382,7 +400,8 @@ def benchmark(args, extra) -> dict:
                 "sentences": len(ids), "too_long": too_long, "warmup": args.warmup, "batch_sizes": args.batch_sizes,
                 "rounds": {str(bs): len(rounds.interleaved_chunks(b, args.rounds)) for bs, b in batches_by_size.items()},
                 "decoders": [s.label for s in specs], "post_process": args.post_process, "fairseq_args": extra,
-                "profile": args.profile, "ct2_compute_types": args.ct2_compute_types}
+                "profile": args.profile, "ct2_compute_types": args.ct2_compute_types, "score": args.score,
+                "score_data_dir": str(score_dir) if score is not None else None}
     found_profile = (profile.summarize_all(harness.passes, rows, batches_by_size, summary.GREEDY)
                      if args.profile else None)
     return {"hardware": hardware, "settings": settings, "rows": rows, "skipped": harness.skipped,

@@ -7,7 +7,7 @@ from typing import Callable, List, Optional
 
 COLUMNS = ("decoder", "batch", "arithmetic", "median ms", "p90 ms", "total s", "speedup vs beam1 (median / total)",
            "speedup vs greedy (median / total)", "speedup vs beam-5 (median / total)", "iterations / sent.",
-           "tokens / iteration", "BLEU", "≠ beam1", "≠ greedy")
+           "tokens / iteration", "BLEU", "≠ beam1", "≠ greedy")  # "BLEU": the score's header (--score)
 
 
 def _num(value, fmt="{:.2f}") -> str:
@@ -28,7 +28,8 @@ def table_line(row: dict) -> str:
     cells = [name, str(row["batch_size"]), row.get("arithmetic") or "–", _num(row["median_ms"], "{:.1f}"),
              _num(row["p90_ms"], "{:.1f}"), _num(row["total_s"], "{:.3f}"), _speedup(row, "greedy"),
              _speedup(row, "greedy_decoder"), _speedup(row, "beam5"), _num(row["mean_iterations"], "{:.1f}"),
-             _num(row["tokens_per_iteration"]), _num(row["bleu"]), _num(row.get("mismatches_vs_greedy"), "{:d}"),
+             _num(row["tokens_per_iteration"]), _num(row["score"]),
+             _num(row.get("mismatches_vs_greedy"), "{:d}"),
              _num(row.get("mismatches_vs_greedy_decoder"), "{:d}")]
     return "| " + " | ".join(cells) + " |"
 
@@ -44,17 +45,20 @@ def hardware_line(hw: dict) -> str:
 
 def markdown(result: dict) -> str:
     """The whole report: hardware, settings, the table, skipped decoders."""
+    from fairseq_plugins.bench.task_score import DESCRIPTIONS, HEADERS
+
     s = result["settings"]
+    score = s.get("score", "bleu")
     lines = ["# Decoding latency", "", f"**Hardware:** {hardware_line(result['hardware'])}", "",
              f"**Setting:** `{s['path']}` on `{s['data']}` ({s['gen_subset']}, {s['sentences']} sentences), "
              f"warm-up {s['warmup']} sentences; latency = wall time of the batch a sentence is decoded in; "
              "speedups are ratios of median latencies / of total times, against fairseq's own greedy search "
              "(`beam1`), the plugin's `greedy` decoder (the same lean verifier as the drafting rows, nothing "
-             "drafted: what drafting itself adds) and fairseq's beam 5; BLEU: sacreBLEU on detokenized output; "
+             f"drafted: what drafting itself adds) and fairseq's beam 5; {HEADERS[score]}: {DESCRIPTIONS[score]}; "
              "≠ beam1 / ≠ greedy: sentences whose output differs from that row's; arithmetic: the number format of "
              "the row's matrix products.  "
              f"{rounds_sentence(s.get('rounds'))}", "",
-             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+             "| " + " | ".join(columns(score)) + " |", "|" + "---|" * len(COLUMNS)]
     lines += [table_line(row) for row in result["rows"]]
     notes = [f"- {item['decoder']}: skipped ({item['reason']})" for item in result["skipped"]]
     ct2 = result.get("ctranslate2", {})
@@ -67,6 +71,13 @@ def markdown(result: dict) -> str:
     if result.get("profile") is not None:
         lines += ["", *profile_table(result["profile"])]
     return "\n".join(lines) + "\n"
+
+
+def columns(score: str) -> tuple:
+    """The table's header cells, the score column named after ``score`` (``bench.task_score``)."""
+    from fairseq_plugins.bench.task_score import HEADERS
+
+    return tuple(HEADERS[score] if name == "BLEU" else name for name in COLUMNS)
 
 
 def rounds_sentence(rounds: Optional[dict]) -> str:

@@ -34,8 +34,10 @@ def iteration_stats(results: Dict[int, SentenceResult]) -> Dict[str, object]:
 
 def summarize(label: str, engine: str, batch_size: int, results: Dict[int, SentenceResult],
               batch_seconds: List[float], detokenize: Callable[[str], str],
-              references: Optional[Dict[int, str]]) -> Dict[str, object]:
-    """One row (sentences in id order)."""
+              references: Optional[Dict[int, str]],
+              score: Optional[Callable[[List[int], List[str]], float]] = None) -> Dict[str, object]:
+    """One row (sentences in id order); ``score(ids, texts)``: the task's score of the detokenized outputs
+    (``bench.task_score``), else the row's score is its BLEU."""
     ids = sorted(results)
     latencies = [results[i].latency_s * 1000.0 for i in ids]
     texts = [detokenize(" ".join(results[i].output.symbols)) for i in ids]
@@ -50,7 +52,9 @@ def summarize(label: str, engine: str, batch_size: int, results: Dict[int, Sente
         "iterations": [results[i].output.steps for i in ids],
         "output_lengths": [len(results[i].output.symbols) for i in ids],  # tokens, EOS excluded
         "ids": ids,
+        "outputs": texts,  # detokenized, in id order
     }
+    row["score"] = score(ids, texts) if score is not None else row["bleu"]
     return row
 
 

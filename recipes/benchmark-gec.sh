@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# A GEC model's latency tables in docs/gec.md, from a clone (after `bash install.sh`): JFLEG dev and CoNLL-2013 as
+# prepared by recipes/data/prepare-gec-synthetic.sh (test and test1), every row side by side on one thread:
+# fairseq greedy (beam1) and beam 5, the plugin's greedy (the lean verifier, nothing drafted), iad (input-guided
+# aggressive decoding: the draft is a copy of the source) with its defaults, with a 2-token suffix match and with
+# drafts of at most 8 tokens, CTranslate2 float32 and int8 (greedy and beam 5); tokens per iteration, outputs
+# differing from greedy's, and the test set's own score (GLEU against JFLEG's 4 references, edit F0.5 against
+# CoNLL-2013's gold edits: fairseq_plugins/scripts/gec_score.py). One section of DOC per test set and batch size
+# (<!-- bench:gec-cpu-jfleg-b1 --> ...), nothing else of DOC changes.
+#   bash recipes/benchmark-gec.sh                                   # both test sets at batch 1 and 32
+#   MODEL=$RUNS/gec-synth/transformer-6x6/checkpoint_best.pt bash recipes/benchmark-gec.sh
+#   TEST_SETS=conll2013 BATCH_SIZES=1 MAX_SENTENCES=200 DOC=/elsewhere/gec.md bash recipes/benchmark-gec.sh
+#   DRY_RUN=1 bash recipes/benchmark-gec.sh                         # the first 20 sentences, into OUT_DIR/gec.md
+# The references are read from GEC_DATA_DIR (jfleg/dev/, conll2013/revised/). JSON and the CTranslate2 conversion
+# go under OUT_DIR. Extra arguments go to the harness (python -m fairseq_plugins.bench.latency --help).
+set -euo pipefail
+. "$(dirname "$0")/lib/common.sh"
+
+MODEL=${MODEL:-$REPO/checkpoints/gec/gec-6x6.pt}
+DATA=${DATA:-$RUNS/gec-synth/bin}               # prepare-gec-synthetic.sh's binarized data
+GEC_DATA_DIR=${GEC_DATA_DIR:-$(dirname "$REPO")/shared/data}
+TEST_SETS=${TEST_SETS:-jfleg conll2013}
+BATCH_SIZES=${BATCH_SIZES:-1 32}                # one table (section) per test set and batch size
+THREADS=${THREADS:-1}                           # torch and CTranslate2 threads
+DECODERS=${DECODERS:-beam1,greedy,iad,iad:match_length=2,iad:block=8,beam5}
+CT2_COMPUTE_TYPES=${CT2_COMPUTE_TYPES:-float32,int8}
+SECTION_PREFIX=${SECTION_PREFIX:-gec-cpu}       # e.g. gec-gpu with the extra arguments --device cuda
+if [ "$DRY_RUN" = 1 ]; then
+  MAX_SENTENCES=${MAX_SENTENCES:-20}; WARMUP=${WARMUP:-2}
+  OUT_DIR=${OUT_DIR:-$RUNS/benchmark-gec-dry}; DOC=${DOC:-$OUT_DIR/gec.md}
+fi
+MAX_SENTENCES=${MAX_SENTENCES:-0}               # 0: the whole test set (754 JFLEG, 1,381 CoNLL-2013 sentences)
+WARMUP=${WARMUP:-10}
+OUT_DIR=${OUT_DIR:-$RUNS/benchmark-gec}
+DOC=${DOC:-$REPO/docs/gec.md}
+declare -A SPLIT=([jfleg]=test [conll2013]=test1)   # prepare-gec-synthetic.sh's split of each test set
+for name in $TEST_SETS; do
+  [ -n "${SPLIT[$name]:-}" ] || die "TEST_SETS: $name is not one of: ${!SPLIT[*]}"
+  all_exist "$DATA/${SPLIT[$name]}.src-tgt.src.bin" || die "no prepared GEC data in DATA=$DATA" \
+    "($name: ${SPLIT[$name]}.src-tgt.src.bin): run bash recipes/data/prepare-gec-synthetic.sh"
+done
+all_exist "$MODEL" || die "no GEC model at MODEL=$MODEL: train one (SETTING=gec-6x6 bash recipes/train-at.sh)" \
+  "and pass MODEL=\$RUNS/gec-synth/transformer-6x6/checkpoint_best.pt"
+need_fairseq
+
+# paths relative to the clone (they are printed in the tables)
+cd "$REPO"
+relative() { "$PYTHON" -c 'import os, sys; print(os.path.relpath(sys.argv[1]))' "$1"; }
+for name in $TEST_SETS; do
+  for bs in $BATCH_SIZES; do
+    section=$SECTION_PREFIX-$name-b$bs
+    log "latency of $(relative "$MODEL") on $name (batch $bs, $THREADS thread(s)) -> $DOC, section $section"
+    OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS "$PYTHON" -m fairseq_plugins.bench.latency \
+      "$(relative "$DATA")" --path "$(relative "$MODEL")" --source-lang src --target-lang tgt \
+      --gen-subset "${SPLIT[$name]}" --score "$name" --score-data-dir "$GEC_DATA_DIR" --remove-bpe sentencepiece \
+      --max-len-a 1.2 --max-len-b 10 --batch-sizes "$bs" --threads "$THREADS" --warmup "$WARMUP" \
+      --max-sentences "$MAX_SENTENCES" --decoders "$DECODERS" --ct2-compute-types "$CT2_COMPUTE_TYPES" \
+      --ct2-dir "$OUT_DIR/ct2" --out-md "$DOC" --md-section "$section" --out-json "$OUT_DIR/$section.json" \
+      --no-progress-bar "$@" >&2
+  done
+done
+log "done: $DOC"
+echo "$DOC"
