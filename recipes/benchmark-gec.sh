@@ -39,8 +39,8 @@ for name in $TEST_SETS; do
   all_exist "$DATA/${SPLIT[$name]}.src-tgt.src.bin" || die "no prepared GEC data in DATA=$DATA" \
     "($name: ${SPLIT[$name]}.src-tgt.src.bin): run bash recipes/data/prepare-gec-synthetic.sh"
 done
-all_exist "$MODEL" || die "no GEC model at MODEL=$MODEL: train one (SETTING=gec-6x6 bash recipes/train-at.sh)" \
-  "and pass MODEL=\$RUNS/gec-synth/transformer-6x6/checkpoint_best.pt"
+all_exist "$MODEL" || die "no GEC model at MODEL=$MODEL: train one (SETTING=gec-6x6 bash recipes/train-at.sh), then" \
+  "ship it (bash recipes/gec/ship.sh) or pass MODEL=\$RUNS/gec-synth/transformer-6x6/checkpoint_best.pt"
 need_fairseq
 
 # paths relative to the clone (they are printed in the tables)
