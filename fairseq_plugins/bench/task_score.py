@@ -30,8 +30,8 @@ DESCRIPTIONS = {
 
 @dataclass
 class TaskScore:
-    """A GEC score of outputs: ``score(ids, texts)`` scores the detokenized ``texts`` of sentences ``ids``
-    (ids in increasing order, one text each) against those sentences' references."""
+    """A GEC score of outputs: ``score(ids, texts)`` scores the detokenized ``texts`` (one a sentence) of the
+    split's sentences ``ids`` against those sentences' references."""
 
     name: str
     compute: Callable[[Sequence[int], Sequence[str]], float]
