@@ -117,11 +117,11 @@ def test_quickstart_gec_on_text_the_model_copies_accepts_the_copied_drafts(shipp
 @pytest.mark.slow
 def test_ship_refuses_a_file_over_the_size_limit_in_one_line(trained_gec, tmp_path):
     model_bytes = trained_gec[0].stat().st_size  # float32 with optimizer state: more than the float16 copy
-    limit = model_bytes / 1e6 / 10
+    limit = model_bytes / 2 ** 20 / 10
     rc, _, err = ship({"MAX_MB": f"{limit:.3f}"}, trained_gec, tmp_path / "gec")
     assert rc == 1
     errors = [line for line in err.splitlines() if "ERROR" in line or "FAILED" in line]
-    assert len(errors) == 1 and re.search(rf"ERROR: gec-6x6.pt would be [\d.]+ MB, over MAX_MB={limit:.3f}", errors[0])
+    assert len(errors) == 1 and re.search(rf"ERROR: gec-6x6.pt would be [\d.]+ MiB, over MAX_MB={limit:.3f}", errors[0])
     assert not (tmp_path / "gec" / "gec-6x6.pt").exists()
 
 

@@ -6,7 +6,8 @@
 #   bash recipes/gec/ship.sh                                     # gec-6x6 and gec-12x2, each SAVE_DIR's best
 #   MODELS=gec-6x6 CHECKPOINT_NAME=checkpoint_last.pt bash recipes/gec/ship.sh
 #   MODELS="gec-6x6=path/to/checkpoint_3_6000.pt" OUT_DIR=/tmp/gec bash recipes/gec/ship.sh
-# Every file must stay within MAX_MB megabytes (10^6 bytes): a larger one is a one-line error and is not written.
+# Every file must stay within MAX_MB MiB (2^20 bytes, as GitHub counts): a larger one is a one-line error and is not
+# written.
 set -euo pipefail
 . "$(dirname "$0")/../lib/common.sh"
 # NAME (a setting of recipes/settings: its SAVE_DIR/CHECKPOINT_NAME) or NAME=CHECKPOINT; each -> OUT_DIR/NAME.pt
@@ -17,14 +18,14 @@ SPM_MODEL=${SPM_MODEL:-$(dirname "$DATA")/spm/spm.model}
 OUT_DIR=${OUT_DIR:-$REPO/checkpoints/gec}
 MAX_MB=${MAX_MB:-20}
 
-max_bytes=$(awk -v mb="$MAX_MB" 'BEGIN { printf "%d", mb * 1000000 }')
-# fits FILE NAME: die in one line when FILE is over MAX_MB (NAME: the file it would be shipped as)
-fits() {
+max_bytes=$(awk -v mb="$MAX_MB" 'BEGIN { printf "%d", mb * 1048576 }')
+# ship SOURCE NAME: copy SOURCE to OUT_DIR/NAME; die in one line instead when SOURCE is over MAX_MB
+ship() {
   local size; size=$(wc -c < "$1")
-  [ "$size" -le "$max_bytes" ] || die "$NAME would be $(awk -v b="$size" 'BEGIN { printf "%.2f", b / 1e6 }') MB, over MAX_MB=$MAX_MB: not shipped"
+  [ "$size" -le "$max_bytes" ] || die "$2 would be $(awk -v b="$size" 'BEGIN { printf "%.2f", b / 1048576 }') MiB," \
+    "over MAX_MB=$MAX_MB: not shipped"
+  cp "$1" "$OUT_DIR/$2"
 }
-# ship SOURCE NAME: copy SOURCE to OUT_DIR/NAME when it fits
-ship() { NAME=$2 fits "$1"; cp "$1" "$OUT_DIR/$2"; }
 
 # checkpoint_of ENTRY: the checkpoint an entry of MODELS names (NAME: a setting's SAVE_DIR/CHECKPOINT_NAME)
 checkpoint_of() {
