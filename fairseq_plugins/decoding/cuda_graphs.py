@@ -315,6 +315,10 @@ class StaticVerifierCache:
     def steps(self, m: int) -> Tensor:
         return self.static.valid.unsqueeze(1) + self.static.offsets[:m].unsqueeze(0)
 
+    def step_bounds(self, m: int):
+        """Host bounds of :meth:`steps` (m): none below, ``upper`` above (no synchronisation)."""
+        return 0, self.upper + m - 1
+
     def forward_block(self, tokens: Tensor):
         static, m = self.static, tokens.size(1)
         if self.upper + m > static.limit:

@@ -38,7 +38,7 @@ import torch
 from torch import Tensor
 
 from fairseq_plugins.decoding.fast_decoder import FastDecoderLayers, lean_layers
-from fairseq_plugins.decoding.incremental import decoder_output_states, embed_positions_at
+from fairseq_plugins.decoding.incremental import decoder_output_states, embed_position_range, embed_positions_at
 from fairseq_plugins.decoding.linears import float_linear
 from fairseq_plugins.models import drafter_blocks
 from fairseq_plugins_compat.errors import PluginError
@@ -113,11 +113,13 @@ class QueryTable:
     def gather(self, first: Tensor, last_first: int, n_queries: int, encoder_out: Dict) -> Tensor:
         """(B, Q, C) embeddings of queries first[i] .. first[i] + Q - 1 of each row; first (B,),
         ``last_first`` = max(first), which the caller already knows (one host sync fewer)."""
-        index = first[:, None] + torch.arange(n_queries, device=first.device)[None, :]  # (B, Q)
         needed = last_first + n_queries
         if self.table is None or self.table.size(1) < needed:
             grown = 32 if self.table is None else 2 * self.table.size(1)
             self.table = self.embed(first.size(0), max(needed, min(grown, self.decoder.max_positions() - 1)), encoder_out)
+        if first.size(0) == 1:  # one row: its queries are a slice of the table
+            return self.table[:, last_first:needed]
+        index = first[:, None] + torch.arange(n_queries, device=first.device)[None, :]  # (B, Q)
         return self.table.gather(1, index[:, :, None].expand(-1, -1, self.table.size(2)))
 
     def keep_rows(self, rows: Tensor):
@@ -216,7 +218,10 @@ class DrafterCache:
         if self.check_prefix:
             self._check_prefix_grew(tokens, lengths)
         n_new = lengths - self.fed
-        n_prefix = int(n_new.max())
+        if lengths.size(0) == 1:  # one row: it has fed ``self.length`` tokens
+            n_prefix, fewest = longest - self.length, self.length
+        else:
+            n_prefix, fewest = int(n_new.max()), int(self.fed.min())
         x = self.queries.gather(lengths - 1, longest - 1, n_queries, self.encoder_out)  # (B, Q, C)
         key_padding = None
         if n_prefix > 0:
@@ -225,7 +230,7 @@ class DrafterCache:
         x = x.transpose(0, 1)  # (M+Q, B, C)
         if self.layers is not None:
             visible = self._block_visible(n_prefix, n_queries, x.device)
-            queries = self.layers.forward(x, self.fed, int(self.fed.min()), self.length, visible, key_padding,
+            queries = self.layers.forward(x, self.fed, fewest, self.length, visible, key_padding,
                                           outputs=n_queries)  # the prefix tokens' last layer: keys and values only
             self.fed = self.fed + n_new  # the queries and pads after them are overwritten next time
             self.length = longest
@@ -234,7 +239,7 @@ class DrafterCache:
             self._keep_new_prefix(n_new, n_prefix + n_queries)
         if self.check_prefix:
             self.tokens = tokens[:, :longest].clone()
-        states = decoder_output_states(decoder, queries[:k])
+        states = decoder_output_states(decoder, queries if k == n_queries else queries[:k])
         return states, self._logits(states)
 
     def _fairseq_layers(self, x: Tensor, n_prefix: int, n_queries: int, key_padding: Optional[Tensor]) -> Tensor:
@@ -279,6 +284,11 @@ class DrafterCache:
         right-padded, and the block's key padding mask (B, M+Q), True at pad slots (None
         without pad slots: attention then skips masking)."""
         decoder = self.decoder
+        if tokens.size(0) == 1:  # one row: its new tokens and their positions are slices
+            new_tokens = tokens[:, self.length:self.length + n_prefix]
+            x = decoder.embed_scale * decoder.embed_tokens(new_tokens)
+            positions = embed_position_range(decoder.embed_positions, self.length + 1 + decoder.padding_idx, n_prefix)
+            return decoder.finish_embedding(x, positions), None
         offsets = torch.arange(n_prefix, device=tokens.device)[None, :]
         index = (self.fed[:, None] + offsets).clamp(max=tokens.size(1) - 1)
         is_pad = offsets >= n_new[:, None]

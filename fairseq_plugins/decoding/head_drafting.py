@@ -69,8 +69,7 @@ class HeadDrafting:
         (banned tokens at -inf); last (B,): each row's last accepted token.
         """
         candidates, next_choice = self.choices(states, logits, last)
-        chosen = walk(next_choice).to(candidates.device)
-        return candidates.gather(-1, chosen[:, :, None]).squeeze(-1)
+        return walk(next_choice, candidates)
 
     def draft_on_device(self, states: Tensor, logits: Tensor, last: Tensor) -> Tensor:
         """:meth:`draft`, the walk as k gathers on the tensors' device (no host synchronisation: it can be part of a
@@ -101,19 +100,18 @@ class HeadDrafting:
         return candidates, scores
 
 
-def walk(next_choice: Tensor) -> Tensor:
-    """next_choice (B, k, m): at position j, the best candidate after candidate p at j - 1 (for j = 0, p = 0) ->
-    the chosen candidate's index at every position (B, k), following the choices from position 0 (on the host:
-    k small steps each are cheaper as list lookups than as tensor operations)."""
-    table = next_choice.tolist()
-    chosen = []
-    for row in table:
+def walk(next_choice: Tensor, candidates: Tensor) -> Tensor:
+    """next_choice (B, k, m): at position j, the best candidate after candidate p at j - 1 (for j = 0, p = 0);
+    candidates (B, k, m) -> the chosen candidates (B, k), following the choices from position 0 (on the host: k
+    small steps each are cheaper as list lookups than as tensor operations)."""
+    drafts = []
+    for row_choices, row_candidates in zip(next_choice.tolist(), candidates.tolist()):
         p, path = 0, []
-        for choices in row:
+        for choices, tokens in zip(row_choices, row_candidates):
             p = choices[p]
-            path.append(p)
-        chosen.append(path)
-    return torch.tensor(chosen, dtype=torch.long)
+            path.append(tokens[p])
+        drafts.append(path)
+    return torch.tensor(drafts, dtype=torch.long, device=candidates.device)
 
 
 def walk_on_device(next_choice: Tensor) -> Tensor:

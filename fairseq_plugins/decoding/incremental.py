@@ -21,7 +21,7 @@ Fallback cache layout (self-attention buffers of every layer, fairseq's ``increm
 Encoder-attention buffers (static keys/values of the source) are never cut, only
 reordered when finished rows leave the batch.
 """
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -59,14 +59,30 @@ def embed_positions_at(embed_positions, positions: Tensor) -> Optional[Tensor]:
     if embed_positions is None:
         return None
     if isinstance(embed_positions, SinusoidalPositionalEmbedding):
-        needed = int(positions.max()) + 1
-        if embed_positions.weights is None or needed > embed_positions.weights.size(0):
-            embed_positions.weights = SinusoidalPositionalEmbedding.get_embedding(
-                needed, embed_positions.embedding_dim, embed_positions.padding_idx
-            )
-        weights = embed_positions.weights.to(embed_positions._float_tensor)
+        weights = _sinusoidal_rows(embed_positions, int(positions.max()) + 1)
         return weights.index_select(0, positions.reshape(-1)).view(*positions.shape, -1)
     return F.embedding(positions, embed_positions.weight, embed_positions.padding_idx)
+
+
+def embed_position_range(embed_positions, first: int, count: int) -> Optional[Tensor]:
+    """:func:`embed_positions_at` of one row at the consecutive positions first .. first + count - 1: (1, count, C), a
+    slice of the table (one row's block needs no index)."""
+    if embed_positions is None:
+        return None
+    if isinstance(embed_positions, SinusoidalPositionalEmbedding):
+        weights = _sinusoidal_rows(embed_positions, first + count)
+    else:
+        weights = embed_positions.weight
+    return weights[None, first:first + count]
+
+
+def _sinusoidal_rows(embed_positions: SinusoidalPositionalEmbedding, needed: int) -> Tensor:
+    """The table of a sinusoidal embedding (P, C), grown to at least ``needed`` positions as fairseq grows it."""
+    if embed_positions.weights is None or needed > embed_positions.weights.size(0):
+        embed_positions.weights = SinusoidalPositionalEmbedding.get_embedding(
+            needed, embed_positions.embedding_dim, embed_positions.padding_idx
+        )
+    return embed_positions.weights.to(embed_positions._float_tensor)
 
 
 def decoder_input(decoder, tokens: Tensor, positions: Optional[Tensor]) -> Tensor:
@@ -197,21 +213,31 @@ class VerifierCache:
         """(B, m) decoding step of each token of the next block of ``m``."""
         return self.valid.unsqueeze(1) + torch.arange(m, device=self.valid.device)
 
+    def step_bounds(self, m: int) -> Tuple[int, int]:
+        """Host bounds (lowest, highest) of :meth:`steps` (m) (the fast path's are exact)."""
+        return self._fewest, self.length + m - 1
+
     def forward_block(self, tokens: Tensor):
         """Feed ``tokens`` (B, m) after each row's valid cache.
 
         Returns log-probabilities (B, m, V) in float32, as fairseq's generator sees them,
         and the last decoder states (B, m, C) (before the output projection).
         """
-        states = self.decoder_states(tokens, self.steps(tokens.size(1)))
+        states = self.decoder_states(tokens)
         return self.log_probs(states), states
 
-    def decoder_states(self, tokens: Tensor, steps: Tensor, block_visible: Optional[Tensor] = None) -> Tensor:
-        """Feed ``tokens`` (B, m) at decoding steps ``steps`` (B, m) after each row's valid cache -> the last
-        decoder states (B, m, C). Inside the block token j sees tokens <= j, or, given ``block_visible``
-        ((m, m) bool, the lean layers only), the tokens it marks (a draft tree's ancestors)."""
+    def decoder_states(self, tokens: Tensor, steps: Optional[Tensor] = None,
+                       block_visible: Optional[Tensor] = None) -> Tensor:
+        """Feed ``tokens`` (B, m) at decoding steps ``steps`` (B, m) (None: :meth:`steps`, a chain) after each row's
+        valid cache -> the last decoder states (B, m, C). Inside the block token j sees tokens <= j, or, given
+        ``block_visible`` ((m, m) bool, the lean layers only), the tokens it marks (a draft tree's ancestors)."""
         decoder = self.decoder
-        positions = embed_positions_at(decoder.embed_positions, steps + decoder.padding_idx + 1)
+        first = decoder.padding_idx + 1  # fairseq's position of step 0
+        if steps is None and self.fast and tokens.size(0) == 1:  # one row's chain starts at step self.length
+            positions = embed_position_range(decoder.embed_positions, self.length + first, tokens.size(1))
+        else:
+            steps = self.steps(tokens.size(1)) if steps is None else steps
+            positions = embed_positions_at(decoder.embed_positions, steps + first)
         x = decoder_input(decoder, tokens, positions)  # (m, B, C)
         if self.fast:
             x = self.layers.forward(x, self.valid, self._fewest, self.length, block_visible=block_visible)
