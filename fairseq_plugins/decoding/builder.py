@@ -29,7 +29,8 @@ def build_speculative(task, models, args, name, drafter, opts, block_size, beta=
                                      measured=length == "measured" and lossless)
     options.report_as_greedy(args, name)
     generator = SpeculativeGenerator(models[0], task.target_dictionary, drafter, cfg,
-                                     verifier_linear=verifier_linear(str(opts.verifier_matmul), models[0], name))
+                                     verifier_linear=verifier_linear(str(opts.verifier_matmul), models[0], name),
+                                     name=name)
     log_stats_at_exit(generator.stats, name)
     return generator
 
