@@ -172,13 +172,21 @@ def compare_distilled(env, timeout=900):
     return proc.stdout
 
 
+def cpu_autocast():
+    """AUTOCAST for the recipes' trainings: bf16 where this CPU has it, else off."""
+    from fairseq_plugins.training.cpu_autocast import bf16_supported
+
+    return "bf16" if bf16_supported() else "off"
+
+
 @pytest.fixture(scope="module")
 def distilled_comparison(reverse_data, tmp_path_factory):
-    """The comparison with PARALLEL=1 and WARM_START=1, run twice into the same RUNS: (RUNS/multi30k, the rerun's
-    log). The original pair it trains is also the one of test_distilled_comparison_recipe_with_a_given_teacher."""
+    """The comparison with PARALLEL=1, WARM_START=1 and AUTOCAST (passed on to every training), run twice into the
+    same RUNS: (RUNS/multi30k, the rerun's log). The original pair it trains is also the one of
+    test_distilled_comparison_recipe_with_a_given_teacher and test_multi30k_recipe_converge_dry_run."""
     runs = tmp_path_factory.mktemp("compare_distilled")
     env = {"PARALLEL": "1", "WARM_START": "1", "DATA": reverse_data, "RAW": reverse_data.parent / "raw",
-           "RUNS": runs, "POLL_SECONDS": "1"}
+           "RUNS": runs, "POLL_SECONDS": "1", "AUTOCAST": cpu_autocast()}
     compare_distilled(env)
     return runs / "multi30k", compare_distilled(env)
 
@@ -200,10 +208,15 @@ def test_distilled_comparison_recipe_dry_run(reverse_data, distilled_comparison)
     targets = (distilled / "text" / "train.tgt").read_text().splitlines()
     references = (reverse_data.parent / "raw" / "train.tgt").read_text().splitlines()
     assert len(targets) == len(references) == 600 and targets != references  # the teacher's, not the references
-    # the distilled pair trained on the distillation, validated on the references
+    # the distilled pair trained on the distillation (train-multi30k.sh's TRAIN_DATA), validated on the references
     data = runs / "double-token-distilled" / "data"
-    assert (data / "train.src-tgt.tgt.bin").resolve() == (distilled / "bin" / "train.src-tgt.tgt.bin").resolve()
-    assert (data / "valid.src-tgt.tgt.bin").resolve() == (reverse_data / "valid.src-tgt.tgt.bin").resolve()
+    for name in ("train.src-tgt.tgt.bin", "valid.src-tgt.tgt.bin", "dict.tgt.txt"):
+        source = distilled / "bin" if name.startswith("train.") else reverse_data
+        assert (data / name).resolve() == (source / name).resolve(), name
+    for order in ("bidirectional", "single_l2r"):
+        log = (runs / "double-token-distilled" / order / "train.log").read_text()
+        assert f"{data} train src-tgt 600 examples" in log, log[-4000:]
+        assert (runs / "double-token-distilled" / order / "checkpoint2.pt").exists()
     result = json.loads((runs / "double-token-comparison" / "results.json").read_text())
     assert {(r["system"], r["baseline"]) for r in result["rows"]} == {
         ("single_l2r", "single_l2r"), ("bidirectional", "single_l2r"),
@@ -296,21 +309,23 @@ def test_multi30k_recipe_trains_on_after_a_stop_by_time(reverse_data, tmp_path):
     assert (tmp_path / "bidirectional" / "training.done").exists()
 
 
-def test_multi30k_recipe_converge_dry_run(reverse_data, tmp_path):
-    """CONVERGE=1 (DRY_RUN: tiny model, 2 epochs): BLEU on valid every epoch, the best checkpoints kept and
-    averaged, the averaged models evaluated side by side, valid BLEU curves plotted. (A rerun skips the trained
-    orders: test_distilled_comparison_recipe_dry_run.)"""
+def test_multi30k_recipe_converge_dry_run(reverse_data, distilled_comparison, tmp_path):
+    """CONVERGE=1 EVALUATE=1 on the pair test_distilled_comparison_recipe_dry_run trained with this script
+    (CONVERGE=1, DRY_RUN: tiny model, 2 epochs, BLEU on valid every epoch, the best checkpoints kept), copied here
+    without its averages: the trained orders are skipped, their best checkpoints averaged, the averaged models
+    evaluated side by side, valid BLEU curves plotted."""
     import os
+    import shutil
     import subprocess
 
     from conftest import BIN_DIR, REPO
 
-    from fairseq_plugins.training.cpu_autocast import bf16_supported
-
-    autocast = "bf16" if bf16_supported() else "off"
+    for order in ("bidirectional", "single_l2r"):
+        shutil.copytree(distilled_comparison[0] / "double-token" / order, tmp_path / order)
+        (tmp_path / order / "checkpoint_avg_best.pt").unlink()
     env = {**os.environ, "DRY_RUN": "1", "CONVERGE": "1", "DATA": str(reverse_data), "SRC": "src", "TGT": "tgt",
            "REMOVE_BPE": "none", "EVALUATE": "1", "ORDERS": "bidirectional single_l2r", "SAVE_ROOT": str(tmp_path),
-           "AUTOCAST": autocast, "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
+           "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
     script = str(REPO / "recipes" / "double-token" / "train-multi30k.sh")
     refused = subprocess.run(["bash", script], env={**env, "AUTOCAST": "fp8"}, text=True, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, timeout=600)
@@ -318,8 +333,10 @@ def test_multi30k_recipe_converge_dry_run(reverse_data, tmp_path):
     proc = subprocess.run(["bash", script], env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:]
-    assert f"'cpu_autocast': {autocast}" in proc.stdout
+    assert proc.stdout.count("trained already") == 2 and "fairseq_cli.train" not in proc.stdout, proc.stdout[-4000:]
     for order in ("bidirectional", "single_l2r"):
+        # trained with the fixture's AUTOCAST (compare-distilled-multi30k.sh passes it on)
+        assert f"'cpu_autocast': {cpu_autocast()}" in (tmp_path / order / "train.log").read_text()
         assert len(list((tmp_path / order).glob("checkpoint.best_bleu_*.pt"))) == 2  # AVERAGE_BEST in a dry run
         assert (tmp_path / order / "checkpoint_avg_best.pt").exists()
         assert re.search(rf"^{order}: epoch 1 \(\d+ updates\) [\d.]+, epoch 2 ", proc.stdout, re.M), proc.stdout[-3000:]
@@ -332,9 +349,10 @@ def test_multi30k_recipe_converge_dry_run(reverse_data, tmp_path):
     assert "vs `single_l2r` at the same beam" in table and "warm-up 1 sentences" in table
 
 
-def test_multi30k_recipe_train_data_replaces_the_train_split_only(reverse_data, tmp_path):
-    """TRAIN_DATA (e.g. a distillation): trained on its train split, validated on DATA's references;
-    another dictionary is refused in one line."""
+def test_multi30k_recipe_train_data_with_another_dictionary_is_refused(reverse_data, tmp_path):
+    """TRAIN_DATA (e.g. a distillation) replaces DATA's train split only, so it must share DATA's dictionaries:
+    another one is refused in one line, before any training. (Training on a TRAIN_DATA:
+    test_distilled_comparison_recipe_dry_run.)"""
     import os
     import shutil
     import subprocess
@@ -343,21 +361,12 @@ def test_multi30k_recipe_train_data_replaces_the_train_split_only(reverse_data, 
 
     distilled = tmp_path / "distilled"
     shutil.copytree(reverse_data, distilled)
+    with open(distilled / "dict.tgt.txt", "a") as extra:
+        extra.write("newword 1\n")
     env = {**os.environ, "DRY_RUN": "1", "DATA": str(reverse_data), "TRAIN_DATA": str(distilled), "SRC": "src",
            "TGT": "tgt", "REMOVE_BPE": "none", "ORDERS": "bidirectional", "SAVE_ROOT": str(tmp_path / "runs"),
            "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]])}
-    script = str(REPO / "recipes" / "double-token" / "train-multi30k.sh")
-    run = lambda: subprocess.run(["bash", script], env=env, text=True, stdout=subprocess.PIPE,  # noqa: E731
-                                 stderr=subprocess.STDOUT, timeout=600)
-    proc = run()
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    mixed = tmp_path / "runs" / "data"
-    assert (tmp_path / "runs" / "bidirectional" / "checkpoint2.pt").exists()
-    assert f"on {mixed} ->" in proc.stdout
-    for name in ("train.src-tgt.tgt.bin", "valid.src-tgt.tgt.bin", "dict.tgt.txt"):
-        source = distilled if name.startswith("train.") else reverse_data
-        assert (mixed / name).resolve() == (source / name).resolve(), name
-    with open(distilled / "dict.tgt.txt", "a") as extra:
-        extra.write("newword 1\n")
-    refused = run()
+    refused = subprocess.run(["bash", str(REPO / "recipes" / "double-token" / "train-multi30k.sh")], env=env,
+                             text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
     assert refused.returncode != 0 and "dict.tgt.txt differs from DATA's" in refused.stdout
+    assert not (tmp_path / "runs" / "bidirectional").exists()
