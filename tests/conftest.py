@@ -176,6 +176,22 @@ def tiny_checkpoint(reverse_data, tmp_path_factory):
         / "checkpoint_last.pt"
 
 
+@pytest.fixture(scope="session")
+def stock_greedy(reverse_data, tiny_checkpoint, tmp_path_factory):
+    """``stock_greedy(batch_size)``: the stdout of the stock fairseq-generate --beam 1 with ``tiny_checkpoint`` on
+    ``reverse_data``'s test split (--max-len-b 30) at that batch size, which the parity tests through the console
+    scripts compare with; run once per test run and batch size."""
+    def output(batch_size):
+        def build(folder):
+            (folder / "generate.out").write_text(run_cli(
+                "fairseq-generate", reverse_data, "--path", tiny_checkpoint, "--gen-subset", "test",
+                "--batch-size", batch_size, "--max-len-b", 30, "--beam", 1).stdout)
+
+        return (built_once(tmp_path_factory, f"stock_greedy_b{batch_size}", build) / "generate.out").read_text()
+
+    return output
+
+
 def train_drafter(data, verifier, save_dir, block_size=4, max_update=120, shared_encoder=False):
     """A tiny block drafter trained with fairseq-train from ``verifier``; ``shared_encoder``: reading the
     verifier's encoder output (what ``--cuda-graphs`` needs, as the demo drafter)."""

@@ -54,9 +54,10 @@ def test_beam_decoding_through_the_plugin_task_is_stock(reverse_data, tiny_check
 @pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1, 8])
 @pytest.mark.parametrize("decoding", ["iad", "jacobi", "gs-jacobi", "hybrid-jacobi"])
-def test_training_free_decoders_match_greedy_through_the_cli(reverse_data, tiny_checkpoint, decoding, batch_size):
+def test_training_free_decoders_match_greedy_through_the_cli(reverse_data, tiny_checkpoint, stock_greedy, decoding,
+                                                             batch_size):
     common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--batch-size", batch_size, "--max-len-b", 30]
-    stock = run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout
+    stock = stock_greedy(batch_size)
     ours = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, "--decoding", decoding, "--print-step").stdout
     assert hypotheses(ours) == hypotheses(stock)
     assert len(hypotheses(ours)) == 24

@@ -60,9 +60,9 @@ def test_every_greedy_equivalent_decoder_equals_greedy(engine, drafter, name, ba
 
 
 @pytest.mark.slow
-def test_test_suite_decoder_through_fairseq_generate(reverse_data, tiny_checkpoint):
-    common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--batch-size", 4, "--max-len-b", 30]
-    greedy = run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout
+def test_test_suite_decoder_through_fairseq_generate(reverse_data, tiny_checkpoint, stock_greedy):
+    common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--batch-size", 5, "--max-len-b", 30]
+    greedy = stock_greedy(5)
     ours = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, "--decoding", "repeat-last",
                    "--repeat-default-k", 3)
     assert hypotheses(ours.stdout) == hypotheses(greedy) and len(hypotheses(greedy)) == 24

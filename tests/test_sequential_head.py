@@ -130,7 +130,8 @@ def head_drafter(reverse_data, drafter, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_the_head_learns_and_specdec_with_it_is_greedy(reverse_data, tiny_checkpoint, head_drafter, tmp_path):
+def test_the_head_learns_and_specdec_with_it_is_greedy(reverse_data, tiny_checkpoint, head_drafter, stock_greedy,
+                                                      tmp_path):
     """train_sequential_head lowers its loss below the block's own, writes a drafter that loads with its head
     (also exported --fp16), and fairseq-generate --decoding specdec with it is --beam 1's output."""
     from fairseq import checkpoint_utils
@@ -147,8 +148,8 @@ def test_the_head_learns_and_specdec_with_it_is_greedy(reverse_data, tiny_checkp
     assert models[0].decoder.sequential_head is not None
     assert models[0].decoder.sequential_head.outer.weight.abs().sum() > 0
     common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--max-len-b", 30]
-    greedy = hypotheses(run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout)
     for batch_size in (1, 5):
+        greedy = hypotheses(stock_greedy(batch_size))
         specdec = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, "--batch-size", batch_size,
                           "--drafter-path", exported, "--decoding", "specdec")
         assert hypotheses(specdec.stdout) == greedy and len(greedy) == 24

@@ -16,9 +16,10 @@ def tokens_only(output):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1, 5])
-def test_specdec_equals_greedy_through_fairseq_generate(reverse_data, tiny_checkpoint, drafter, batch_size):
+def test_specdec_equals_greedy_through_fairseq_generate(reverse_data, tiny_checkpoint, drafter, stock_greedy,
+                                                        batch_size):
     common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--batch-size", batch_size, "--max-len-b", 30]
-    greedy = run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout
+    greedy = stock_greedy(batch_size)
     specdec = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, "--drafter-path", drafter,
                       "--decoding", "specdec", "--print-step")
     assert tokens_only(specdec.stdout) == tokens_only(greedy) and len(tokens_only(greedy)) == 24
@@ -34,11 +35,11 @@ def shared_drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1, 5])
 def test_cuda_graph_steps_equal_greedy_through_fairseq_generate(reverse_data, tiny_checkpoint, shared_drafter,
-                                                                batch_size):
+                                                                stock_greedy, batch_size):
     """``--cuda-graphs on`` on a CPU runs the graphs' static steps eagerly: batch 1 on them, batch 5 (and its last
     batch of 4) on the ordinary caches; either way --beam 1's output."""
     common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--batch-size", batch_size, "--max-len-b", 30]
-    greedy = run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout
+    greedy = stock_greedy(batch_size)
     specdec = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, "--drafter-path", shared_drafter,
                       "--decoding", "specdec", "--cuda-graphs", "on")
     assert tokens_only(specdec.stdout) == tokens_only(greedy) and len(tokens_only(greedy)) == 24
@@ -137,10 +138,11 @@ def moved_checkpoint(checkpoint, tmp_path, name):
 
 
 @pytest.mark.slow
-def test_drafter_trained_elsewhere_uses_the_verifiers_dictionaries(reverse_data, tiny_checkpoint, drafter, tmp_path):
+def test_drafter_trained_elsewhere_uses_the_verifiers_dictionaries(reverse_data, tiny_checkpoint, drafter, stock_greedy,
+                                                                   tmp_path):
     moved = moved_checkpoint(drafter, tmp_path, "moved_drafter.pt")
-    common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--max-len-b", 30]
-    greedy = run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout
+    common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--batch-size", 5, "--max-len-b", 30]
+    greedy = stock_greedy(5)
     specdec = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, "--drafter-path", moved, "--decoding", "specdec")
     assert tokens_only(specdec.stdout) == tokens_only(greedy) and len(tokens_only(greedy)) == 24
 
