@@ -56,65 +56,7 @@ for name in $(printf '%s\n' "${!checkpoints[@]}" | sort); do
 done
 
 # the sentencepiece model without its trainer's input files and output prefix (paths of the machine that made it)
-"$PYTHON" - "$SPM_MODEL" "$tmp/sentencepiece.model" <<'EOF'
-import sys
-
-
-def varint(data, i):
-    """The varint at data[i:] and the index after it."""
-    value = shift = 0
-    while True:
-        value |= (data[i] & 0x7F) << shift
-        shift += 7
-        i += 1
-        if data[i - 1] < 0x80:
-            return value, i
-
-
-def encode_varint(value):
-    out = bytearray()
-    while True:
-        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
-        value >>= 7
-        if not value:
-            return bytes(out)
-
-
-def fields(data):
-    """(field number, wire type, raw bytes of the whole field, payload of a length-delimited field) of a message."""
-    i = 0
-    while i < len(data):
-        start = i
-        key, i = varint(data, i)
-        number, wire = key >> 3, key & 7
-        payload = None
-        if wire == 0:
-            _, i = varint(data, i)
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-        elif wire == 2:
-            size, i = varint(data, i)
-            payload, i = data[i: i + size], i + size
-        else:
-            sys.exit(f"{sys.argv[1]}: not a sentencepiece model (wire type {wire})")
-        yield number, wire, data[start: i], payload
-
-
-TRAINER_SPEC, INPUT, MODEL_PREFIX = 2, 1, 2  # ModelProto.trainer_spec; TrainerSpec.input and .model_prefix
-model = open(sys.argv[1], "rb").read()
-out = bytearray()
-for number, wire, raw, payload in fields(model):
-    if number == TRAINER_SPEC and wire == 2:
-        spec = b"".join(r for n, _, r, _ in fields(payload) if n not in (INPUT, MODEL_PREFIX))
-        raw = encode_varint(TRAINER_SPEC << 3 | 2) + encode_varint(len(spec)) + spec
-    out += raw
-open(sys.argv[2], "wb").write(out)
-EOF
-"$PYTHON" -c 'import sentencepiece as s, sys; a, b = (s.SentencePieceProcessor(model_file=f) for f in sys.argv[1:])
-assert [a.id_to_piece(i) for i in range(a.get_piece_size())] == [b.id_to_piece(i) for i in range(b.get_piece_size())]
-' "$SPM_MODEL" "$tmp/sentencepiece.model" || die "$SPM_MODEL: its copy without paths has other pieces"
+"$PYTHON" "$REPO/recipes/lib/spm.py" strip-paths --model "$SPM_MODEL" --output "$tmp/sentencepiece.model"
 ship "$tmp/sentencepiece.model" sentencepiece.model
 ship "$DATA/dict.src.txt" dict.src.txt
 ship "$DATA/dict.src.txt" dict.tgt.txt

@@ -5,6 +5,8 @@
     python recipes/lib/spm.py decode --model DIR/spm.model < out.spm > in.txt
     python recipes/lib/spm.py check --model M.model --dict dict.en.txt --input train.en
         # one line and exit 1 when the model's pieces are not the dictionary's
+    python recipes/lib/spm.py strip-paths --model M.model --output shipped.model
+        # the same pieces without the trainer's input files and output prefix (paths of the machine that made it)
 """
 import argparse
 import sys
@@ -66,6 +68,80 @@ def check(args):
     print(f"{args.model} fits {args.dict}: {100 * rate:.2f}% of {total} pieces of {args.input} unknown", file=sys.stderr)
 
 
+TRAINER_SPEC, INPUT, MODEL_PREFIX = 2, 1, 2  # ModelProto.trainer_spec; TrainerSpec.input and .model_prefix
+
+
+def read_varint(data: bytes, i: int):
+    """The protobuf varint at ``data[i:]`` and the index after it."""
+    value = shift = 0
+    while True:
+        value |= (data[i] & 0x7F) << shift
+        shift += 7
+        i += 1
+        if data[i - 1] < 0x80:
+            return value, i
+
+
+def encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
+def protobuf_fields(data: bytes):
+    """(field number, wire type, the field's raw bytes, payload of a length-delimited field) of a message; no
+    protobuf package needed."""
+    i = 0
+    while i < len(data):
+        start = i
+        key, i = read_varint(data, i)
+        number, wire = key >> 3, key & 7
+        payload = None
+        if wire == 0:
+            _, i = read_varint(data, i)
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        elif wire == 2:
+            size, i = read_varint(data, i)
+            payload, i = data[i: i + size], i + size
+        else:
+            raise ValueError(f"protobuf wire type {wire}")
+        yield number, wire, data[start: i], payload
+
+
+def without_paths(model: bytes) -> bytes:
+    """A serialized sentencepiece model without TrainerSpec.input and .model_prefix."""
+    out = bytearray()
+    for number, wire, raw, payload in protobuf_fields(model):
+        if number == TRAINER_SPEC and wire == 2:
+            spec = b"".join(r for n, _, r, _ in protobuf_fields(payload) if n not in (INPUT, MODEL_PREFIX))
+            raw = encode_varint(TRAINER_SPEC << 3 | 2) + encode_varint(len(spec)) + spec
+        out += raw
+    return bytes(out)
+
+
+def pieces(model_proto: bytes):
+    sp = spm.SentencePieceProcessor(model_proto=model_proto)
+    return [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+
+
+def strip_paths(args):
+    with open(args.model, "rb") as f:
+        model = f.read()
+    try:
+        stripped = without_paths(model)
+        same = pieces(model) == pieces(stripped)
+    except (ValueError, IndexError, RuntimeError) as error:
+        sys.exit(f"{args.model}: not a sentencepiece model ({str(error).splitlines()[0]})")
+    if not same:
+        sys.exit(f"{args.model}: its copy without paths has other pieces")
+    with open(args.output, "wb") as f:
+        f.write(stripped)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -90,6 +166,10 @@ def main(argv=None):
     p.add_argument("--lines", type=int, default=1000, help="lines of --input to encode")
     p.add_argument("--max-unknown", type=float, default=0.05, help="largest share of unknown pieces accepted")
     p.set_defaults(func=check)
+    p = sub.add_parser("strip-paths", help="the model without the paths its trainer recorded (same pieces)")
+    p.add_argument("--model", required=True)
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=strip_paths)
     args = parser.parse_args(argv)
     args.func(args)
 
