@@ -255,15 +255,8 @@ def test_quickstart_prints_where_its_models_are_and_how_to_reuse_them(tmp_path):
     assert command[command.index("--drafter-path") + 1] == str(tmp_path / "d.pt")
 
 
-@pytest.fixture(scope="module")
-def small_drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
-    from conftest import train_drafter
-
-    return train_drafter(reverse_data, tiny_checkpoint, tmp_path_factory.mktemp("drafter"), max_update=10)
-
-
 @pytest.mark.slow
-def test_quickstart_run_ends_with_the_models_folder(reverse_data, tiny_checkpoint, small_drafter, tmp_path,
+def test_quickstart_run_ends_with_the_models_folder(reverse_data, tiny_checkpoint, drafter, tmp_path,
                                                     monkeypatch, capsys):
     from fairseq_plugins import quickstart
 
@@ -272,12 +265,12 @@ def test_quickstart_run_ends_with_the_models_folder(reverse_data, tiny_checkpoin
 
     def train_pair(workdir):
         trained_in.append(workdir)
-        return reverse_data, tiny_checkpoint, small_drafter, sentences, dict(source_lang="src", target_lang="tgt")
+        return reverse_data, tiny_checkpoint, drafter, sentences, dict(source_lang="src", target_lang="tgt")
 
     monkeypatch.setattr(quickstart, "demo_pair", lambda demo_dir=None: None)
     monkeypatch.setattr(quickstart, "train_pair", train_pair)
     assert quickstart.main(["--workdir", str(tmp_path / "qs")]) == 0
     out = capsys.readouterr().out
     assert trained_in == [tmp_path / "qs"]
-    assert f"verifier {tiny_checkpoint}" in out and f"drafter  {small_drafter}" in out
+    assert f"verifier {tiny_checkpoint}" in out and f"drafter  {drafter}" in out
     assert f"run again with --workdir {tmp_path / 'qs'}" in out
