@@ -192,6 +192,20 @@ def stock_greedy(reverse_data, tiny_checkpoint, tmp_path_factory):
     return output
 
 
+@pytest.fixture(scope="session")
+def stock_interactive_greedy(reverse_data, tiny_checkpoint, tmp_path_factory):
+    """(input lines, an empty one among them; the stdout of the stock fairseq-interactive --beam 1 with
+    ``tiny_checkpoint`` on them), which the parity tests through fairseq-interactive compare with; run once."""
+    lines = "w1 w2 w3 w4\n\nw5 w6\n"
+
+    def build(folder):
+        (folder / "interactive.out").write_text(run_cli(
+            "fairseq-interactive", reverse_data, "--path", tiny_checkpoint, "--source-lang", "src",
+            "--target-lang", "tgt", "--beam", 1, input=lines).stdout)
+
+    return lines, (built_once(tmp_path_factory, "stock_interactive_greedy", build) / "interactive.out").read_text()
+
+
 def train_drafter(data, verifier, save_dir, block_size=4, max_update=120, shared_encoder=False):
     """A tiny block drafter trained with fairseq-train from ``verifier``; ``shared_encoder``: reading the
     verifier's encoder output (what ``--cuda-graphs`` needs, as the demo drafter)."""

@@ -66,9 +66,8 @@ def test_training_free_decoders_match_greedy_through_the_cli(reverse_data, tiny_
 
 
 @pytest.mark.slow
-def test_interactive_with_a_parallel_decoder_and_an_empty_line(reverse_data, tiny_checkpoint):
-    lines = "w1 w2 w3\n\nw5 w6\n"
+def test_interactive_with_a_parallel_decoder_and_an_empty_line(reverse_data, tiny_checkpoint, stock_interactive_greedy):
+    lines, stock = stock_interactive_greedy
     args = [reverse_data, "--path", tiny_checkpoint, "--source-lang", "src", "--target-lang", "tgt", "--beam", 1]
-    stock = run_cli("fairseq-interactive", *args, input=lines).stdout
     ours = run_cli("fairseq-interactive", *args, *PLUGIN, "--decoding", "gs-jacobi", input=lines).stdout
     assert hypotheses(ours) == hypotheses(stock) and len(hypotheses(ours)) == 3

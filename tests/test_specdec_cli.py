@@ -75,10 +75,9 @@ def test_specdec_plus_plus_and_drafter_only_run(reverse_data, tiny_checkpoint, d
         assert len(hypotheses(out)) == 24 and "BLEU4 =" in out
 
 
-def test_specdec_interactive_with_empty_line(reverse_data, tiny_checkpoint, drafter):
-    lines = "w1 w2 w3 w4\n\nw5\n"
+def test_specdec_interactive_with_empty_line(reverse_data, tiny_checkpoint, drafter, stock_interactive_greedy):
+    lines, greedy = stock_interactive_greedy
     args = [reverse_data, "--path", tiny_checkpoint, "--source-lang", "src", "--target-lang", "tgt", "--beam", 1]
-    greedy = run_cli("fairseq-interactive", *args, input=lines).stdout
     ours = run_cli("fairseq-interactive", *args, *PLUGIN, "--decoding", "specdec", "--drafter-path", drafter, input=lines).stdout
     assert hypotheses(ours) == hypotheses(greedy) and len(hypotheses(ours)) == 3
 
