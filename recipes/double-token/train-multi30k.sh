@@ -105,8 +105,18 @@ average_best() {
   local dir=$SAVE_ROOT/$1 best
   mapfile -t best < <(ls "$dir"/checkpoint.best_bleu_*.pt 2>/dev/null)
   [ "${#best[@]}" -gt 0 ] || die "$1: no checkpoint.best_bleu_*.pt in $dir (trained without CONVERGE=1?)"
+  if newer_than_all "$dir/checkpoint_avg_best.pt" "${best[@]}"; then
+    log "$1: $dir/checkpoint_avg_best.pt is newer than its best checkpoints: kept"; return
+  fi
   log "$1: averaging its ${#best[@]} best checkpoints by valid BLEU -> $dir/checkpoint_avg_best.pt"
   average_checkpoints --inputs "${best[@]}" --output "$dir/checkpoint_avg_best.pt"
+}
+
+# newer_than_all FILE OTHER...: FILE exists and is newer than every OTHER
+newer_than_all() {
+  local file=$1 other; shift
+  [ -e "$file" ] || return 1
+  for other in "$@"; do [ "$file" -nt "$other" ] || return 1; done
 }
 
 # plot_curves: valid BLEU per epoch of every order -> SAVE_ROOT/bleu-curves.png (and the values on stdout)
