@@ -57,15 +57,20 @@ def apply_limits(lprobs: Tensor, steps: Tensor, limits: GenerationLimits, lowest
 def cumulative_scores(lprobs: Tensor, drafts: Tensor, cum0: Tensor) -> Tensor:
     """Cumulative scores along the drafted path, summed one step at a time in float32.
 
-    Returns (B, k+1): column j is the score of the prefix extended by d_1..d_j.  The k sequential
-    sums run on the host (numpy's float32 ``add.accumulate``, the same roundings as k tensor
-    additions, which cost ~5 us each).
+    Returns (B, k+1): column j is the score of the prefix extended by d_1..d_j.  On a CPU the k
+    sequential sums are numpy's float32 ``add.accumulate`` (the same roundings as k tensor
+    additions, which cost ~5 us each); on a GPU they stay on the device (no host sync).
     """
     if drafts.size(1) == 0:
         return cum0[:, None]
     picked = lprobs[:, :-1].gather(2, drafts.unsqueeze(-1)).squeeze(-1)  # (B, k)
-    path = torch.cat([cum0[:, None], picked], dim=1).cpu().numpy()  # float32
-    return torch.from_numpy(numpy.add.accumulate(path, axis=1)).to(lprobs.device)
+    if lprobs.device.type == "cpu":
+        path = torch.cat([cum0[:, None], picked], dim=1).numpy()  # float32
+        return torch.from_numpy(numpy.add.accumulate(path, axis=1))
+    cums = [cum0]
+    for j in range(drafts.size(1)):
+        cums.append(picked[:, j] + cums[-1])
+    return torch.stack(cums, dim=1)
 
 
 def verifier_choices(lprobs: Tensor, cum: Tensor):
