@@ -223,6 +223,37 @@ def drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
         / "checkpoint_last.pt"
 
 
+GEC_FIXTURES = REPO / "tests" / "fixtures" / "gec"
+
+
+@pytest.fixture(scope="session")
+def gec_data(tmp_path_factory):
+    """recipes/data/prepare-gec-synthetic.sh's dry run on tests/fixtures/gec, once per run: (its OUT_DIR, holding
+    raw/, spm/spm.model and bin/ (train, valid, test = JFLEG dev, test1 = CoNLL-2013); its env; its log)."""
+    def env(out):
+        return {"DRY_RUN": "1", "DATA_DIR": str(GEC_FIXTURES), "OUT_DIR": str(out), "RUNS": str(out / "runs")}
+
+    def build(out):
+        from test_recipes_dry_run import recipe
+
+        (out / "prepare.log").write_text(recipe("data/prepare-gec-synthetic.sh", env(out))[1])
+
+    out = built_once(tmp_path_factory, "gec-data", build)
+    return out, env(out), (out / "prepare.log").read_text()
+
+
+@pytest.fixture(scope="session")
+def gec_model(gec_data, tmp_path_factory):
+    """(``gec_data``'s bin/, a tiny transformer that learned its test sets by heart in 100 updates):
+    ``--train-subset test`` reads test and test1 (fairseq combines a split with its numbered siblings), so that the
+    model outputs corrections worth scoring and copies the rest of those sentences (drafts that iad accepts)."""
+    data = gec_data[0] / "bin"
+    save = built_once(tmp_path_factory, "gec-model", lambda save: train(data, save, max_update=100, extra=[
+        "--train-subset", "test", "--dropout", "0", "--lr-scheduler", "fixed", "--lr", "0.01",
+        "--disable-validation", "--no-epoch-checkpoints"]))
+    return data, save / "checkpoint_last.pt"
+
+
 @pytest.fixture(autouse=True)
 def pack_small_weights(monkeypatch):
     """The tiny test models have only small weights, which the products keep on F.linear by

@@ -8,13 +8,11 @@ import subprocess
 
 import pytest
 
-from conftest import BIN_DIR, REPO, train
+from conftest import BIN_DIR, GEC_FIXTURES as FIXTURES, REPO
 from fairseq_plugins.bench import latency, report, task_score
 from fairseq_plugins.scripts import gec_score
 from fairseq_plugins_compat.errors import PluginError
-from test_recipes_dry_run import recipe
 
-FIXTURES = REPO / "tests" / "fixtures" / "gec"
 JFLEG_SOURCE, JFLEG_REFERENCES = gec_score.jfleg_files(FIXTURES, "dev")
 CONLL_M2 = gec_score.conll2013_file(FIXTURES)
 HAS_CT2 = importlib.util.find_spec("ctranslate2") is not None
@@ -87,19 +85,6 @@ def test_recipe_says_how_to_make_its_inputs(tmp_path):
         proc = subprocess.run(["bash", str(REPO / "recipes" / "benchmark-gec.sh")], env={**env, **extra}, cwd=REPO,
                               text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
         assert proc.returncode != 0 and re.search(message, proc.stderr), proc.stderr[-2000:]
-
-
-@pytest.fixture(scope="module")
-def gec_model(tmp_path_factory):
-    """(binarized fixture data, a tiny model): the prepare recipe's dry run on the fixture, then a 2-layer
-    transformer trained on its test sets (``--train-subset test`` reads test and test1: fairseq combines a
-    training split with its numbered siblings), so that it outputs corrections worth scoring."""
-    out = tmp_path_factory.mktemp("gec-bench")
-    recipe("data/prepare-gec-synthetic.sh", {"DRY_RUN": "1", "DATA_DIR": str(FIXTURES), "OUT_DIR": str(out),
-                                             "RUNS": str(out / "runs")})
-    model = train(out / "bin", out / "model", max_update=200,
-                  extra=["--train-subset", "test", "--disable-validation", "--no-epoch-checkpoints"])
-    return out / "bin", model
 
 
 @pytest.mark.slow

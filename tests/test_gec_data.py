@@ -10,7 +10,6 @@ import pytest
 from test_recipes_dry_run import recipe
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO / "tests" / "fixtures" / "gec"
 spec = importlib.util.spec_from_file_location("clean_english", REPO / "recipes" / "gec" / "clean_english.py")
 clean_english = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(clean_english)
@@ -52,16 +51,8 @@ def test_sources_exclusion_and_split(tmp_path):
     assert len(every) == 12
 
 
-@pytest.fixture(scope="module")
-def dry_data(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gec-dry")
-    env = {"DRY_RUN": "1", "DATA_DIR": str(FIXTURES), "OUT_DIR": str(out), "RUNS": str(out / "runs")}
-    _, log = recipe("data/prepare-gec-synthetic.sh", env)
-    return out, env, log
-
-
-def test_dry_run_pairs(dry_data):
-    out, _, log = dry_data
+def test_dry_run_pairs(gec_data):
+    out, _, log = gec_data
     raw = out / "raw"
     clean_train, clean_valid = lines(raw / "clean.train"), lines(raw / "clean.valid")
     assert len(clean_valid) == 20 and len(clean_train) > 50
@@ -81,10 +72,10 @@ def test_dry_run_pairs(dry_data):
     assert "5 test1 (CoNLL-2013)" in log
 
 
-def test_dry_run_binarized_and_rerun_skips(dry_data):
+def test_dry_run_binarized_and_rerun_skips(gec_data):
     from fairseq.data.indexed_dataset import MMapIndexedDataset
 
-    out, env, _ = dry_data
+    out, env, _ = gec_data
     bin_dir = out / "bin"
     assert (bin_dir / "dict.src.txt").read_text() == (bin_dir / "dict.tgt.txt").read_text()
     for split, n in (("valid", 20), ("test", 6), ("test1", 5)):
@@ -98,10 +89,10 @@ def test_dry_run_binarized_and_rerun_skips(dry_data):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("setting", ["gec-6x6", "gec-12x2"])
-def test_settings_train_in_a_dry_run(dry_data, setting):
-    out, _, _ = dry_data
-    save = out / setting
-    _, log = recipe("train-at.sh", {"DRY_RUN": "1", "SETTING": setting, "RUNS": str(out / "runs"),
+def test_settings_train_in_a_dry_run(gec_data, setting, tmp_path):
+    out, _, _ = gec_data
+    save = tmp_path / setting
+    _, log = recipe("train-at.sh", {"DRY_RUN": "1", "SETTING": setting, "RUNS": str(tmp_path / "runs"),
                                     "DATA": str(out / "bin"), "SAVE_DIR": str(save), "DRY_MAX_EPOCH": "1"})
     assert (save / "checkpoint_last.pt").exists()
     assert f"on {out / 'bin'} -> {save}" in log
