@@ -65,8 +65,8 @@ def test_a_training_step_leaves_the_encoder_untouched(shared, verifier):
     assert drafter.decoder.embed_tokens.weight.grad is not None
     assert drafter.decoder.layers[0].fc1.weight.grad is not None
     optimizer.step()
-    after = drafter.encoder.state_dict()
-    assert all(torch.equal(before[name], after[name]) for name in before)
+    # equal_nan: fairseq's sinusoidal positions keep an uninitialised one-element buffer, sometimes NaN
+    torch.testing.assert_close(drafter.encoder.state_dict(), before, rtol=0, atol=0, equal_nan=True)
 
 
 def test_fingerprint_names_the_verifier(shared, verifier, tmp_path):
