@@ -184,6 +184,14 @@ def test_ctranslate2_compute_types_auto_are_the_supported_ones():
     assert ct2.compute_types(FakeModule, "int8, bfloat16,int8", "cpu", False) == (["int8"], ["bfloat16"])
 
 
+def test_an_unknown_ctranslate2_compute_type_is_a_one_line_error():
+    assert ct2.compute_type_problems("auto") == ct2.compute_type_problems("float32, int8") == []
+    problems = ct2.compute_type_problems("int8,none")
+    assert len(problems) == 1 and "'none' is not a CTranslate2 compute type" in problems[0]
+    with pytest.raises(PluginError, match="'int4' is not a CTranslate2 compute type.*--no-ctranslate2"):
+        latency.parse_args(["data", "--path", "model.pt", "--ct2-compute-types", "int4"])
+
+
 def half_number_checkpoint(checkpoint, path):
     """``checkpoint`` with every weight rounded to a float16 number, kept float32 (as export_checkpoint --fp16)."""
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)  # as saved (the test's own file)

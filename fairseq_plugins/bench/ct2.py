@@ -17,6 +17,17 @@ from fairseq_plugins.bench.timing import Batch, Output
 
 BEAMS = (("beam1", 1), ("beam5", 5))  # row label (before the compute type) -> CTranslate2 beam_size
 AUTO_COMPUTE_TYPES = ("float32", "int8", "int16", "bfloat16")  # --ct2-compute-types auto (float16 first with --fp16)
+KNOWN_COMPUTE_TYPES = ("float32", "float16", "bfloat16", "int16", "int8", "int8_float32", "int8_float16",
+                       "int8_bfloat16", "default")  # CTranslate2's names of compute types
+
+
+def compute_type_problems(requested: str) -> List[str]:
+    """The names in ``--ct2-compute-types`` that are no CTranslate2 compute type (a one-line error each)."""
+    if requested == "auto":
+        return []
+    unknown = [name.strip() for name in requested.split(",") if name.strip() not in KNOWN_COMPUTE_TYPES]
+    return [f"--ct2-compute-types: {name!r} is not a CTranslate2 compute type (one of auto, "
+            f"{', '.join(KNOWN_COMPUTE_TYPES)}; --no-ctranslate2 for no CTranslate2 rows)" for name in unknown]
 
 
 def import_ctranslate2() -> Tuple[object, Optional[str]]:

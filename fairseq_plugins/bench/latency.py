@@ -41,7 +41,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
-from fairseq_plugins.bench import rounds, task_score
+from fairseq_plugins.bench import ct2, rounds, task_score
 from fairseq_plugins.bench.decoders import default_decoders, missing_inputs, parse_decoders
 
 EPILOG = ("Other options go to fairseq-generate's parser and apply to every row, e.g. --max-len-a A --max-len-b B "
@@ -124,7 +124,7 @@ def check_args(args):
     """Every problem with the options at once."""
     from fairseq_plugins.decoding.registry import decoder_names
 
-    problems = shared_problems(args) + score_problems(args)
+    problems = shared_problems(args) + score_problems(args) + ct2.compute_type_problems(args.ct2_compute_types)
     if not args.batch_sizes or min(args.batch_sizes) < 1:
         problems.append("--batch-sizes must be positive integers")
     problems += decoder_problems(parse_decoders(args.decoders, decoder_names()), args.profile)
@@ -279,7 +279,6 @@ def ctranslate2_rows(harness: HarnessRun):
     """CTranslate2 greedy and beam-5 row templates, a pair per compute type (greedy rows first), usable
     inside the ``with`` (the converted model's folder lives that long); none when skipped, the reason in
     ``harness.ctranslate2``."""
-    from fairseq_plugins.bench import ct2
 
     args, engine = harness.args, harness.engine
     module, reason = (None, "--no-ctranslate2") if args.no_ctranslate2 else ct2.import_ctranslate2()
@@ -322,7 +321,7 @@ def ctranslate2_rows(harness: HarnessRun):
 def time_rows(harness: HarnessRun, templates: List[rounds.Row]):
     """Time every row at every batch size, the rows taking turns (``bench.rounds``); one
     summary row per template and batch size, in template order."""
-    from fairseq_plugins.bench import ct2, summary, timing
+    from fairseq_plugins.bench import summary, timing
 
     args = harness.args
 
