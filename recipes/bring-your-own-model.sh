@@ -18,10 +18,14 @@
 # Every missing input is named in ONE error line before anything runs. Variables of the stage scripts
 # (MAX_UPDATE, STOP_TIME_HOURS, MAX_TOKENS, NGPUS, DECODERS, THREADS...) pass through; extra
 # arguments go to the latency harness (e.g. --max-len-b 200).
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 main() {
   . "$(dirname "$0")/lib/common.sh"
+  # shellcheck source=lib/with_model.sh
   . "$REPO/recipes/lib/with_model.sh"
+  # shellcheck source=lib/drafter_stages.sh
+  . "$REPO/recipes/lib/drafter_stages.sh"
   VERIFIER=${VERIFIER:-}
   SRC=${SRC:-}; TGT=${TGT:-}
   with_model_settings                     # RAW, SPM_MODEL, DICT_DIR (and their per-language forms), TEST_SPLITS
@@ -46,33 +50,34 @@ main() {
   with_model_check_fit
   resolve_device
   choose_drafter
-  local data=$OUT/data/bin distilled=$OUT/distilled/bin drafter_dir=$OUT/drafter
-  local results=$OUT/results/latency-$SUBSET
+  DATA_BIN=$OUT/data/bin DATA_SPM=$OUT/data/spm   # what the verifier distils (lib/drafter_stages.sh)
+  local distilled=$OUT/distilled/bin drafter_dir=$OUT/drafter results=$OUT/results/latency-$SUBSET
 
   log "1/6 data: $RAW encoded with $SRC_SPM, binarized with $SRC_DICT / $TGT_DICT"
-  OUT_DIR=$OUT/data BIN_DIR=$data CHECK_FIT=0 bash "$REPO/recipes/data/prepare-with-model.sh"
+  OUT_DIR=$OUT/data BIN_DIR=$DATA_BIN CHECK_FIT=0 bash "$REPO/recipes/data/prepare-with-model.sh"
   log "2/6 distillation by the verifier (beam $DISTILL_BEAM, $MORE_SOURCES passes of more sources, $DEVICE)"
   distill "$OUT/distilled" "$DISTILL_BEAM"
   log "3/6 drafter ($DRAFTER_ARCH, $DRAFTER_SETTING settings) initialised from the verifier"
   if all_exist "$drafter_dir/training.done"; then log "drafter trained already: $drafter_dir"
   else train_drafter "$distilled" "$drafter_dir"; fi
-  local specdec_drafter=$drafter_dir/$DRAFTER_CHECKPOINT
+  local block_drafter=$drafter_dir/$DRAFTER_CHECKPOINT
+  local specdec_drafter=$block_drafter
   if [ "$HEAD_UPDATES" != 0 ]; then
     log "4/6 sequential head on the drafter ($HEAD_UPDATES updates)"
     specdec_drafter=$OUT/drafter-head/drafter.pt
-    train_head "$distilled" "$drafter_dir/$DRAFTER_CHECKPOINT" "$specdec_drafter"
+    train_head "$distilled" "$block_drafter" "$specdec_drafter"
   else log "4/6 no sequential head (HEAD_UPDATES=0)"; fi
   local decoders=${DECODERS:-}
   if [ "$SPECDEC_PP" = 1 ]; then
     log "5/6 SpecDec++ drafter: the verifier's beam-$PP_BEAM translations, the drafter fine-tuned on them"
-    distill "$OUT/distilled-beam$PP_BEAM" "$PP_BEAM"
-    finetune_drafter "$OUT/distilled-beam$PP_BEAM/bin" "$drafter_dir/$DRAFTER_CHECKPOINT" "$OUT/drafter-beam"
+    MAX_UPDATE=$PP_MAX_UPDATE MAX_EPOCH=1000 WARMUP=1 DRAFTER_CHECKPOINT=checkpoint_last.pt specdecpp_drafter \
+      "$PP_BEAM" "$block_drafter" "$OUT/drafter-beam" "$OUT/drafter-beam/training.done"
     decoders=${decoders:-$(default_decoders "$OUT/drafter-beam/checkpoint_last.pt")}
   else log "5/6 no SpecDec++ drafter (SPECDEC_PP=0)"; fi
   log "6/6 latency and BLEU of every decoder on $SUBSET (batch 1, $DEVICE)"
   if all_exist "$results.md"; then log "latency table exists: $results.md"; cat "$results.md"
   else   # the harness prints the table
-    SETTING="" DATA=$data CHECKPOINT=$VERIFIER DRAFTER=$specdec_drafter SUBSET=$SUBSET DECODERS=$decoders \
+    SETTING="" DATA=$DATA_BIN CHECKPOINT=$VERIFIER DRAFTER=$specdec_drafter SUBSET=$SUBSET DECODERS=$decoders \
       REMOVE_BPE=sentencepiece DEVICE=$DEVICE FP16=$FP16 WARMUP=$BENCH_WARMUP MAX_SENTENCES=$MAX_SENTENCES \
       OUT_PREFIX=$results bash "$REPO/recipes/benchmark-latency.sh" "$@" > /dev/null
   fi
@@ -133,15 +138,6 @@ choose_drafter() {
   return 0
 }
 
-# distill OUT BEAM: the verifier's beam-BEAM translations of the training sources and MORE_SOURCES passes of
-# substituted ones, binarized in OUT/bin; once
-distill() {
-  if all_exist "$1/bin/test.$SRC-$TGT.$TGT.idx"; then log "distilled corpus exists: $1/bin"; return; fi
-  TEACHER=$VERIFIER TEACHER_DATA=$OUT/data/bin VERIFIER_DATA=$OUT/data/bin RAW=$OUT/data/spm OUT=$1 \
-    TRAIN=train VALID=valid TEST=test BEAM=$2 MORE_SOURCES=$MORE_SOURCES DEVICE=$DEVICE FP16=$FP16 \
-    bash "$REPO/recipes/distill.sh"
-}
-
 # train_drafter DATA SAVE_DIR [OPTION...]: recipes/train-drafter.sh with the verifier's sizes (OPTIONs go to
 # fairseq-train); marks SAVE_DIR done
 train_drafter() {
@@ -153,24 +149,6 @@ train_drafter() {
     bash "$REPO/recipes/train-drafter.sh" "${@:3}"
   all_exist "$2/$DRAFTER_CHECKPOINT" || die "the drafter training wrote no $2/$DRAFTER_CHECKPOINT"
   date > "$2/training.done"
-}
-
-# train_head DATA DRAFTER OUT: a sequential head for DRAFTER trained on DATA, the drafter frozen; once
-train_head() {
-  if all_exist "$3"; then log "sequential head trained already: $3"; return; fi
-  mkdir -p "$(dirname "$3")"
-  local cpu=(); [ "$DEVICE" = cpu ] && cpu=(--cpu)
-  "$PYTHON" -m fairseq_plugins.scripts.train_sequential_head "$1" --drafter "$2" --save-to "$3.part" \
-    --updates "$HEAD_UPDATES" --threads "${THREADS:-1}" "${cpu[@]}"
-  mv "$3.part" "$3"
-}
-
-# finetune_drafter DATA INIT SAVE_DIR: the block drafter INIT fine-tuned on DATA (SpecDec++'s beam distillation) at a
-# constant learning rate of 1e-4, glancing ratio 0.3, PP_MAX_UPDATE updates; once
-finetune_drafter() {
-  if all_exist "$3/training.done"; then log "SpecDec++ drafter trained already: $3"; return; fi
-  LR=1e-4 WARMUP_INIT_LR=1e-4 WARMUP=1 GLANCE_START=0.3 GLANCE_END=0.3 MAX_UPDATE=$PP_MAX_UPDATE MAX_EPOCH=1000 \
-    DRAFTER_CHECKPOINT=checkpoint_last.pt SPEC_EVAL=0 train_drafter "$1" "$3" --finetune-from-model "$2"
 }
 
 # default_decoders PP_DRAFTER: the harness's default rows with SpecDec++ on PP_DRAFTER
