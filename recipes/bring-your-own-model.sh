@@ -70,7 +70,7 @@ main() {
   local decoders=${DECODERS:-}
   if [ "$SPECDEC_PP" = 1 ]; then
     log "5/6 SpecDec++ drafter: the verifier's beam-$PP_BEAM translations, the drafter fine-tuned on them"
-    MAX_UPDATE=$PP_MAX_UPDATE MAX_EPOCH=1000 WARMUP=1 DRAFTER_CHECKPOINT=checkpoint_last.pt specdecpp_drafter \
+    MAX_UPDATE=$PP_MAX_UPDATE MAX_EPOCH=1000 WARMUP=$PP_MAX_UPDATE DRAFTER_CHECKPOINT=checkpoint_last.pt specdecpp_drafter \
       "$PP_BEAM" "$block_drafter" "$OUT/drafter-beam" "$OUT/drafter-beam/training.done"
     decoders=${decoders:-$(default_decoders "$OUT/drafter-beam/checkpoint_last.pt")}
   else log "5/6 no SpecDec++ drafter (SPECDEC_PP=0)"; fi
