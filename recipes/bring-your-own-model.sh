@@ -70,8 +70,8 @@ main() {
   local decoders=${DECODERS:-}
   if [ "$SPECDEC_PP" = 1 ]; then
     log "5/6 SpecDec++ drafter: the verifier's beam-$PP_BEAM translations, the drafter fine-tuned on them"
-    MAX_UPDATE=$PP_MAX_UPDATE MAX_EPOCH=1000 WARMUP=$PP_MAX_UPDATE DRAFTER_CHECKPOINT=checkpoint_last.pt specdecpp_drafter \
-      "$PP_BEAM" "$block_drafter" "$OUT/drafter-beam" "$OUT/drafter-beam/training.done"
+    MAX_UPDATE=$PP_MAX_UPDATE MAX_EPOCH=1000 WARMUP=$PP_MAX_UPDATE DRAFTER_CHECKPOINT=checkpoint_last.pt \
+      specdecpp_drafter "$PP_BEAM" "$block_drafter" "$OUT/drafter-beam" "$OUT/drafter-beam/training.done"
     decoders=${decoders:-$(default_decoders "$OUT/drafter-beam/checkpoint_last.pt")}
   else log "5/6 no SpecDec++ drafter (SPECDEC_PP=0)"; fi
   log "6/6 latency and BLEU of every decoder on $SUBSET (batch 1, $DEVICE)"
