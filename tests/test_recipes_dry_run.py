@@ -58,13 +58,13 @@ def test_dry_run_chain(wmt_slice, tmp_path):
     assert sum(1 for _ in open(out / "raw" / "train.en")) == 200
     assert (out / "bpe" / "code").exists()
 
-    _, err = recipe("train-verifier.sh", {**common, "DRY_MAX_EPOCH": "2"})
+    trainings = {**common, "DRY_MAX_EPOCH": "2", "CPU": "1"}  # CPU=1 as DRY_RUN trains anyway: no probe for GPUs
+    _, err = recipe("train-verifier.sh", trainings)
     assert "tokens/update" in err
     assert (ckpt / "checkpoint2.pt").exists() and (ckpt / "checkpoint_avg2.pt").exists()
 
     teacher = tmp_path / "teacher"  # the WMT14 teacher preset (Transformer-big), shrunk by DRY_RUN
-    recipe("train-teacher.sh", {**common, "SETTING": "wmt14-ende-teacher", "SAVE_DIR": str(teacher),
-                                "DRY_MAX_EPOCH": "2"})
+    recipe("train-teacher.sh", {**trainings, "SETTING": "wmt14-ende-teacher", "SAVE_DIR": str(teacher)})
     assert (teacher / "checkpoint2.pt").exists() and (teacher / "checkpoint_avg2.pt").exists()
 
     stdout, _ = recipe("generate.sh", {**common, "CHECKPOINT": str(ckpt / "checkpoint_avg2.pt")})
@@ -99,24 +99,29 @@ def test_dry_run_multi30k_sentencepiece(tmp_path):
 
 @pytest.fixture
 def stub_bin(tmp_path):
-    """fairseq-train and torchrun stubs that print their command line."""
+    """fairseq-train and torchrun stubs that print their command line, and a PYTHON stub that passes train-at.sh's
+    check that it imports torch and fairseq (the real one takes ~2 s to; that check's failure:
+    test_training_without_data_or_environment_is_one_line)."""
     stub = tmp_path / "bin"
     stub.mkdir()
     for name in ("fairseq-train", "torchrun"):
         (stub / name).write_text(f'#!/usr/bin/env bash\necho {name} "$@"\n')
         (stub / name).chmod(0o755)
+    (stub / "python-with-fairseq").write_text("#!/usr/bin/env bash\n[ \"$*\" = '-c import torch, fairseq' ]\n")
+    (stub / "python-with-fairseq").chmod(0o755)
     return stub
 
 
 def run_train_at(stub_bin, *options, **env):
-    """train-at.sh ``options`` with the stubs first on PATH, on a data folder holding only its source
-    dictionary (unless ``env`` names another DATA)."""
+    """train-at.sh ``options`` with the stubs first on PATH and as PYTHON, on a data folder holding only its source
+    dictionary (unless ``env`` names another DATA or PYTHON)."""
     data = stub_bin.parent / "data"
     data.mkdir(exist_ok=True)
     (data / "dict.en.txt").write_text("w 1\n")
     path = os.pathsep.join([str(stub_bin), str(BIN_DIR), os.environ.get("PATH", "")])
     return subprocess.run(["bash", str(RECIPES / "train-at.sh"), *options], text=True, capture_output=True, cwd=REPO,
-                          env={**os.environ, "PATH": path, "DRY_RUN": "0", "DATA": str(data), **env}, timeout=60)
+                          env={**os.environ, "PATH": path, "DRY_RUN": "0", "DATA": str(data),
+                               "PYTHON": str(stub_bin / "python-with-fairseq"), **env}, timeout=60)
 
 
 def stub_train(stub_bin, **env):
