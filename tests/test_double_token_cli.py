@@ -139,6 +139,27 @@ def test_systems_benchmark_side_by_side(reverse_data, bidirectional_checkpoint, 
     assert first["rows"][0]["mean_iterations"] <= rows["pairs", 2]["mean_iterations"]
 
 
+def test_systems_config_copied_for_another_checkpoint_is_that_checkpoints_config(reverse_data, tmp_path):
+    """bench.systems parses fairseq's config once per task and task options and copies it for each checkpoint:
+    the copy equals, field by field, the config parsed for that checkpoint; the parsed one is left as it was."""
+    from omegaconf import OmegaConf
+
+    from fairseq_plugins.bench import fairseq_engine
+
+    def parsed(path):
+        return fairseq_engine.fairseq_config(str(reverse_data), str(path), "test", "cpu", False, "none",
+                                             ["--target-order", "single_l2r", "--beam", "2", "--max-len-b", "30"],
+                                             task="double_token_translation")
+
+    first, other = tmp_path / "first.pt", tmp_path / "other.pt"
+    cfg = parsed(first)
+    copied = fairseq_engine.config_for_path(cfg, str(other))
+    assert OmegaConf.to_container(copied) == OmegaConf.to_container(parsed(other))
+    assert cfg.common_eval.path == str(first) and copied.common_eval.path == str(other)
+    copied.generation.nbest = 2  # what bench.systems sets per beam
+    assert cfg.generation.nbest == 1
+
+
 def test_systems_benchmark_bad_input(reverse_data, tiny_checkpoint, tmp_path):
     from fairseq_plugins.bench import systems
 

@@ -112,13 +112,21 @@ def saved_task(path: str) -> Tuple[str, List[str], str]:
     return TASK, [], task_cfg.get("_name") or "translation"
 
 
-def load_engine(args, path: str, extra: List[str]):
+def load_engines(args, extra: List[str]) -> List[Tuple[object, str]]:
+    """(engine, description) of each --system; fairseq's config parsed once per task and task
+    options, copied for each checkpoint."""
     from fairseq_plugins.bench import fairseq_engine
 
-    task, task_args, description = saved_task(path)
-    cfg = fairseq_engine.fairseq_config(args.data, path, args.gen_subset, args.device, args.fp16,
-                                        args.post_process, [*task_args, *extra], task=task)
-    return fairseq_engine.FairseqEngine(cfg, args.device, args.fp16), description
+    configs, loaded = {}, []
+    for _, path in args.systems:
+        task, task_args, description = saved_task(path)
+        key = (task, tuple(task_args))
+        if key not in configs:
+            configs[key] = fairseq_engine.fairseq_config(args.data, path, args.gen_subset, args.device, args.fp16,
+                                                         args.post_process, [*task_args, *extra], task=task)
+        cfg = fairseq_engine.config_for_path(configs[key], path)
+        loaded.append((fairseq_engine.FairseqEngine(cfg, args.device, args.fp16), description))
+    return loaded
 
 
 @dataclass
@@ -221,7 +229,7 @@ def benchmark(args, extra) -> dict:
     from fairseq_plugins.bench.fairseq_engine import hardware
 
     torch.set_num_threads(args.threads)
-    loaded = [load_engine(args, path, extra) for _, path in args.systems]
+    loaded = load_engines(args, extra)
     ids = sentence_ids(args, args.systems[0][0], loaded[0][0])
     systems = [build_system(args, name, path, engine, ids) for (name, path), engine in zip(args.systems, loaded)]
     rows = time_systems(args, systems, ids)
