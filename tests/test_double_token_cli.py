@@ -178,8 +178,14 @@ def test_systems_benchmark_bad_input(reverse_data, tiny_checkpoint, tmp_path):
     assert "--baseline-of b=c: 'c' is not a --system name (a)" in str(error.value)
 
 
+# every training's valid BLEU (CONVERGE=1) decodes at most 1.2 x source + 10 tokens (the recipes' MAX_LEN), not
+# fairseq's 200 a sentence that a 2-epoch model decodes until it stops
+SHORT_VALID_BLEU = ["--eval-bleu-args", '{"beam": 1, "max_len_a": 1.2, "max_len_b": 10}']
+
+
 def compare_distilled(env, timeout=900):
-    """recipes/double-token/compare-distilled-multi30k.sh in DRY_RUN with ``env`` added; its log (stdout+stderr)."""
+    """recipes/double-token/compare-distilled-multi30k.sh in DRY_RUN with ``env`` added and SHORT_VALID_BLEU passed
+    to every training; its log (stdout+stderr)."""
     import os
     import subprocess
 
@@ -187,7 +193,8 @@ def compare_distilled(env, timeout=900):
 
     env = {**os.environ, "DRY_RUN": "1", "SRC": "src", "TGT": "tgt", "REMOVE_BPE": "none",
            "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]]), **{k: str(v) for k, v in env.items()}}
-    proc = subprocess.run(["bash", str(REPO / "recipes" / "double-token" / "compare-distilled-multi30k.sh")],
+    proc = subprocess.run(["bash", str(REPO / "recipes" / "double-token" / "compare-distilled-multi30k.sh"),
+                           *SHORT_VALID_BLEU],
                           env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
     assert proc.returncode == 0, proc.stdout[-4000:]
     return proc.stdout
