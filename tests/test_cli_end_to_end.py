@@ -31,8 +31,10 @@ def generate(data, checkpoint, *args, env=None):
 
 
 @pytest.mark.slow
-def test_train_generate_interactive_score(reverse_data, tiny_checkpoint, tmp_path, no_torchaudio):
-    beam1 = generate(reverse_data, tiny_checkpoint, "--beam", 1, "--batch-size", 8, env=no_torchaudio)
+def test_train_generate_interactive_score(reverse_data, tiny_checkpoint, stock_greedy, tmp_path, no_torchaudio):
+    # generate(... "--beam", 1, "--batch-size", 8) without the fake torchaudio, run once for the parity tests too;
+    # beam 5 runs the same stock generator code under no_torchaudio
+    beam1 = stock_greedy(8)
     beam5 = generate(reverse_data, tiny_checkpoint, "--beam", 5, "--batch-size", 8, env=no_torchaudio)
     assert len(hypotheses(beam1)) == len(hypotheses(beam5)) == 24
     assert "BLEU4 =" in beam5
