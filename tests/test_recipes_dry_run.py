@@ -158,6 +158,23 @@ def test_the_log_names_the_sizes_that_options_after_the_name_override(stub_bin, 
 
 
 @pytest.mark.slow
+def test_autocast_bf16_trains_the_plugin_task_under_cpu_autocast(stub_bin, tmp_path):
+    """AUTOCAST=bf16 on a CPU: --cpu-autocast bf16, and fairseq's translation task becomes the plugin's (which has
+    the option); off, or on a GPU, neither; any other value is a one-line error before fairseq-train."""
+    common = dict(SETTING="multi30k-verifier", SAVE_DIR=str(tmp_path / "s"))
+    argv = stub_train(stub_bin, CPU="1", AUTOCAST="bf16", **common)
+    assert argv[argv.index("--task") + 1] == "speculative_translation"
+    assert argv[argv.index("--cpu-autocast") + 1] == "bf16" and "--cpu" in argv
+    for env in (dict(CPU="1", AUTOCAST="off"), dict(CPU="0", AUTOCAST="bf16", NGPUS="1")):
+        argv = stub_train(stub_bin, **env, **common)
+        assert argv[argv.index("--task") + 1] == "translation" and "--cpu-autocast" not in argv
+    proc = run_train_at(stub_bin, CPU="1", AUTOCAST="fp8", **common)
+    errors = [line for line in proc.stderr.splitlines() if "ERROR" in line]
+    assert proc.returncode != 0 and "fairseq-train" not in proc.stdout
+    assert len(errors) == 1 and "AUTOCAST must be off|bf16|auto" in errors[0], proc.stderr
+
+
+@pytest.mark.slow
 def test_training_without_data_or_environment_is_one_line(stub_bin, tmp_path):
     """train-at.sh (verifiers, teachers, drafters) stops before fairseq-train: a data folder without the
     source dictionary, or a PYTHON that cannot import torch and fairseq (no README install active)."""
