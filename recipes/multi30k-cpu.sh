@@ -38,7 +38,7 @@ main() {
   if [ "$DRY_RUN" = 1 ]; then NUM_AVG=2; fi
   VERIFIER=$OUT/verifier/checkpoint_avg$NUM_AVG.pt DATA_BIN=$OUT/bin DATA_SPM=$OUT/spm   # lib/drafter_stages.sh's
   local recipes=$REPO/recipes drafter=$OUT/drafter/checkpoint_best.pt results=$OUT/results/multi30k-test2016
-  local with_head=$OUT/drafter/with_head.pt specdecpp_drafter=$OUT/drafter-beam5/checkpoint_best.pt
+  local with_head=$OUT/drafter/with_head.pt pp_drafter=$OUT/drafter-beam5/checkpoint_best.pt
 
   log "1/6 data"
   OUT_DIR=$OUT bash "$recipes/data/prepare-multi30k.sh"
@@ -71,8 +71,8 @@ main() {
     # the demo's drafter-beam5.pt's settings (checkpoints/README.md): no dropout, a warm-up longer than the run
     # (the rate stays 1e-4); the best by valid loss (it chose by SpecDec++'s valid BLEU instead)
     STOP_TIME_HOURS=$SPECDECPP_HOURS DROPOUT=0.0 WARMUP=10000 \
-      specdecpp_drafter 5 "$drafter" "$OUT/drafter-beam5" "$specdecpp_drafter"
-    DECODERS=$DECODERS,specdec++:drafter_path=$specdecpp_drafter
+      specdecpp_drafter 5 "$drafter" "$OUT/drafter-beam5" "$pp_drafter"
+    DECODERS=$DECODERS,specdec++:drafter_path=$pp_drafter
   fi
   if [ "$HEAD_UPDATES" != 0 ]; then drafter=$with_head; fi   # the latency stage drafts through the head
   if [ -n "$double_token_pid" ]; then
