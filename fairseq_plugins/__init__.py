@@ -16,7 +16,7 @@ import fairseq_plugins_compat  # noqa: F401  (shims; normally already active via
 # python -m fairseq_plugins.scripts.NAME (or its console script) of the tools that only read and write files:
 # no task, model, criterion or decoder of fairseq's registries
 NO_REGISTRY_TOOLS = {f"fairseq_plugins.scripts.{name}" for name in (
-    "augment_sources", "average_checkpoints", "export_checkpoint", "gec_score", "plot_validation")}
+    "augment_sources", "average_checkpoints", "copy_layers", "export_checkpoint", "gec_score", "plot_validation")}
 NO_REGISTRY_CONSOLE_SCRIPTS = {"fairseq-average-checkpoints"}
 
 

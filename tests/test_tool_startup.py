@@ -11,7 +11,7 @@ from conftest import cli
 from fairseq_plugins import NO_REGISTRY_TOOLS, started_as_a_no_registry_tool
 
 TORCH_FREE = ("augment_sources", "gec_score", "plot_validation")
-CHECKPOINT_TOOLS = ("average_checkpoints", "export_checkpoint")
+CHECKPOINT_TOOLS = ("average_checkpoints", "copy_layers", "export_checkpoint")
 
 
 def imported_modules(*command):
