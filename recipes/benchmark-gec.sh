@@ -11,12 +11,20 @@
 #   MODEL=$RUNS/gec-synth/transformer-6x6/checkpoint_best.pt bash recipes/benchmark-gec.sh
 #   TEST_SETS=conll2013 BATCH_SIZES=1 MAX_SENTENCES=200 DOC=/elsewhere/gec.md bash recipes/benchmark-gec.sh
 #   DRY_RUN=1 bash recipes/benchmark-gec.sh                         # the first 20 sentences, into OUT_DIR/gec.md
+#   OTHER_MODELS="12x2=$RUNS/gec-synth/transformer-12x2/checkpoint_best.pt" bash recipes/benchmark-gec.sh
+# OTHER_MODELS ("NAME=CHECKPOINT ...", default: the shipped gec-12x2.pt beside the default MODEL) are decoded in the
+# same tables, rows OTHER_DECODERS:model=NAME, timed against MODEL's beam1 and greedy (the 12+2 against the 6+6).
 # The references are read from GEC_DATA_DIR (jfleg/dev/, conll2013/revised/). JSON and the CTranslate2 conversion
 # go under OUT_DIR. Extra arguments go to the harness (python -m fairseq_plugins.bench.latency --help).
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
 
-MODEL=${MODEL:-$REPO/checkpoints/gec/gec-6x6.pt}
+SHIPPED=$REPO/checkpoints/gec
+MODEL=${MODEL:-$SHIPPED/gec-6x6.pt}
+if [ "$MODEL" = "$SHIPPED/gec-6x6.pt" ] && [ -f "$SHIPPED/gec-12x2.pt" ]; then OTHER_DEFAULT="12x2=$SHIPPED/gec-12x2.pt"
+else OTHER_DEFAULT=""; fi
+OTHER_MODELS=${OTHER_MODELS-$OTHER_DEFAULT}
+OTHER_DECODERS=${OTHER_DECODERS:-beam1,greedy,iad}   # the rows of each other model
 DATA=${DATA:-$RUNS/gec-synth/bin}               # prepare-gec-synthetic.sh's binarized data
 GEC_DATA_DIR=${GEC_DATA_DIR:-$(dirname "$REPO")/shared/data}
 TEST_SETS=${TEST_SETS:-jfleg conll2013}
@@ -46,6 +54,14 @@ need_fairseq
 # paths relative to the clone (they are printed in the tables)
 cd "$REPO"
 relative() { "$PYTHON" -c 'import os, sys; print(os.path.relpath(sys.argv[1]))' "$1"; }
+models=() decoders=$DECODERS
+for other in $OTHER_MODELS; do
+  name=${other%%=*} path=${other#*=}
+  [ "$name" != "$other" ] && [ -n "$name" ] || die "OTHER_MODELS: expected NAME=CHECKPOINT, got $other"
+  all_exist "$path" || die "OTHER_MODELS: no model at $path ($name)"
+  models+=(--model "$name=$(relative "$path")")
+  for decoder in ${OTHER_DECODERS//,/ }; do decoders+=",$decoder:model=$name"; done
+done
 for name in $TEST_SETS; do
   for bs in $BATCH_SIZES; do
     section=$SECTION_PREFIX-$name-b$bs
@@ -54,7 +70,7 @@ for name in $TEST_SETS; do
       "$(relative "$DATA")" --path "$(relative "$MODEL")" --source-lang src --target-lang tgt \
       --gen-subset "${SPLIT[$name]}" --score "$name" --score-data-dir "$GEC_DATA_DIR" --remove-bpe sentencepiece \
       --max-len-a 1.2 --max-len-b 10 --batch-sizes "$bs" --threads "$THREADS" --warmup "$WARMUP" \
-      --max-sentences "$MAX_SENTENCES" --decoders "$DECODERS" --ct2-compute-types "$CT2_COMPUTE_TYPES" \
+      --max-sentences "$MAX_SENTENCES" --decoders "$decoders" "${models[@]}" --ct2-compute-types "$CT2_COMPUTE_TYPES" \
       --ct2-dir "$OUT_DIR/ct2" --out-md "$DOC" --md-section "$section" --out-json "$OUT_DIR/$section.json" \
       --no-progress-bar "$@" >&2
   done

@@ -9,6 +9,8 @@ to the spec before it, so ``specdec++:beta=5,tau=3,iad`` is two specs.
   hybrid-jacobi, drafter-only): the plugin's decoder, built by the task.
 - ``oracle`` (``oracle:k=10``) and ``bound``: reference rows of the harness that replay the
   greedy outputs of ``beam1`` (see ``bench.oracle``).
+- ``model=NAME`` (any spec but those two): the row decodes with the harness's other model NAME
+  (``--model NAME=CHECKPOINT``) instead of ``--path``, e.g. ``iad:model=12x2``.
 
 Option keys, their aliases, which decoders need a drafter and the default list all come
 from the decoder registry (``fairseq_plugins.decoding.registry``).
@@ -22,6 +24,7 @@ from fairseq_plugins_compat.errors import PluginError
 # harness-only rows replaying beam1's greedy outputs (bench.oracle): name -> what it is
 REFERENCE_ROWS = {"oracle": "the speculative core with a drafter that drafts the greedy output (k tokens)",
                   "bound": "encoder + one teacher-forced pass of the lean verifier over the greedy output"}
+MODEL_KEY = "model"  # the spec option naming another model of the harness (--model NAME=CHECKPOINT)
 
 
 def default_decoders() -> str:
@@ -44,10 +47,12 @@ class DecoderSpec:
     decoding: str  # the task's --decoding value ("beam" for fairseq's search)
     beam: int = 1  # --beam for decoding == "beam"
     options: Dict[str, object] = field(default_factory=dict)  # task cfg field -> value
+    model: Optional[str] = None  # the harness's other model (--model NAME=...) this row decodes with; None: --path
 
     @property
     def is_greedy(self) -> bool:
-        return self.decoding == "beam" and self.beam == 1
+        """fairseq's greedy search on --path: the row every comparison and replay starts from."""
+        return self.decoding == "beam" and self.beam == 1 and self.model is None
 
     @property
     def replays_greedy(self) -> bool:
@@ -94,9 +99,12 @@ def parse_spec(text: str, known: List[str]) -> DecoderSpec:
     for item in filter(None, opts.split(",")):
         key, eq, value = item.partition("=")
         key = key.strip().replace("-", "_")
+        if key == MODEL_KEY and eq and not spec.replays_greedy:
+            spec.model = value.strip()
+            continue
         if not eq or key not in keys:
             raise PluginError(f"--decoders: bad option {item!r} in {text!r}; keys of {name}: "
-                              f"{', '.join(sorted(keys)) or 'none'}")
+                              f"{', '.join(sorted(keys) + ([] if spec.replays_greedy else [MODEL_KEY]))}")
         spec.options[keys[key]] = _value(value.strip())
     if spec.beam < 1:
         raise PluginError(f"--decoders: {text!r}: the beam size must be >= 1")

@@ -27,7 +27,10 @@ continuation, and ``bound``, the encoder plus one teacher-forced pass of the lea
 over the whole output per batch.  ``--out-md FILE --md-section NAME`` writes the table into
 the marked section NAME of FILE (e.g. docs/benchmarks.md), keeping the rest of the file.
 ``--profile`` splits one iteration of every speculative row into encoder / drafter /
-verifier / accept, in greedy steps (``bench.profile``).
+verifier / accept, in greedy steps (``bench.profile``).  ``--model NAME=CHECKPOINT`` loads
+another model of the same data for the rows that name it (``iad:model=NAME``): timed against
+``--path``'s baselines, compared output for output with its own ``beam1:model=NAME`` and
+``greedy:model=NAME`` rows (a 12+2 GEC model against a 6+6's greedy search).
 
 Any other option is passed on to fairseq-generate's parser (``--source-lang``,
 ``--max-len-a``/``--max-len-b``, ``--lenpen``, ``--tokenizer moses``...) and applies to every
@@ -59,6 +62,11 @@ def get_parser() -> argparse.ArgumentParser:
     add("data", help="binarized data directory (fairseq-preprocess output) with the test split")
     add("--path", required=True, help="verifier checkpoint (a fairseq autoregressive model)")
     add("--drafter-path", help="block NAT drafter checkpoint (specdec, specdec++, drafter-only)")
+    add("--model", action="append", default=[], metavar="NAME=CHECKPOINT",
+        help="another model of the same data (its dictionaries), decoded by the rows that name it, e.g. "
+             "--model 12x2=deep.pt --decoders beam1,greedy,iad,beam1:model=12x2,iad:model=12x2 (repeat the option "
+             "for more). Its rows' speedups are against this run's beam1, greedy and beam5 (of --path); their "
+             "≠ beam1 / ≠ greedy against its own beam1:model=NAME / greedy:model=NAME rows, when listed")
     add("--decoders", default=default_decoders(),
         help="comma-separated specs: beamN (fairseq's search), or a --decoding name, optionally with "
              "options, e.g. specdec++:beta=5,tau=3 or gs-jacobi:block=4; oracle[:k=10] (the core with a drafter "
@@ -127,9 +135,30 @@ def check_args(args):
     problems = shared_problems(args) + score_problems(args) + ct2.compute_type_problems(args.ct2_compute_types)
     if not args.batch_sizes or min(args.batch_sizes) < 1:
         problems.append("--batch-sizes must be positive integers")
-    problems += decoder_problems(parse_decoders(args.decoders, decoder_names()), args.profile)
+    specs = parse_decoders(args.decoders, decoder_names())
+    problems += decoder_problems(specs, args.profile) + model_problems(args, specs)
     if problems:
         raise PluginError("; ".join(problems))
+
+
+def model_problems(args, specs) -> List[str]:
+    """What is wrong with --model (sets ``args.models``: name -> checkpoint) and the rows naming a model."""
+    import os
+
+    problems, args.models = [], {}
+    for item in args.model:
+        name, eq, path = (part.strip() for part in item.partition("="))
+        if not eq or not name or not path:
+            problems.append(f"--model: expected NAME=CHECKPOINT, got {item!r}")
+        elif name in args.models:
+            problems.append(f"--model: the name {name!r} is given twice")
+        elif not os.path.isfile(path):
+            problems.append(f"--model {name}: no such file: {path}")
+        args.models.setdefault(name, path)
+    unknown = [spec.label for spec in specs if spec.model is not None and spec.model not in args.models]
+    if unknown:
+        problems.append(f"{', '.join(unknown)}: no such --model name (given: {', '.join(args.models) or 'none'})")
+    return problems
 
 
 def score_problems(args) -> List[str]:
@@ -195,7 +224,7 @@ class HarnessRun:
     """What the rows share (engine, batches, references) and what they found."""
 
     args: argparse.Namespace
-    engine: object  # fairseq_engine.FairseqEngine
+    engine: object  # fairseq_engine.FairseqEngine of --path
     batches_by_size: Dict[int, list]
     ids: List[int]
     refs: object  # sentence id -> detokenized reference, or None
@@ -209,6 +238,12 @@ class HarnessRun:
     # row key -> its "arithmetic" cell, read after timing (bench.arithmetic: what the row's products ran)
     arithmetic: Dict[tuple, Callable[[], Optional[str]]] = field(default_factory=dict)
     score: object = None  # task_score.TaskScore of --score jfleg / conll2013; None: BLEU
+    others: Dict[str, object] = field(default_factory=dict)  # --model NAME -> its engine (same data)
+    row_models: Dict[tuple, str] = field(default_factory=dict)  # row key -> the --model NAME it decodes with
+
+    def engine_of(self, spec):
+        """The engine a row decodes with: --path's, or the other model the spec names."""
+        return self.engine if spec.model is None else self.others[spec.model]
 
     def skip(self, label, reason):
         say(f"skipping {label}: {reason}")
@@ -230,7 +265,7 @@ def generator_row(harness: HarnessRun, spec) -> Optional[rounds.Row]:
     """The row of a generator (the oracle's replays beam1: its drafter gets the greedy outputs)."""
     from fairseq_plugins.bench import arithmetic, oracle
 
-    args, engine = harness.args, harness.engine
+    args, engine = harness.args, harness.engine_of(spec)
     reason = missing_inputs(spec, args.drafter_path)
     if reason is None:
         try:
@@ -252,6 +287,8 @@ def generator_row(harness: HarnessRun, spec) -> Optional[rounds.Row]:
     row = rounds.Row(spec.label, "fairseq", run, convert, [], is_greedy=spec.is_greedy,
                      replay=replay if drafter is not None else None)
     harness.generators.append((spec, generator, row))
+    if spec.model is not None:
+        harness.row_models[row.key] = spec.model
     model = engine.models[0]
     harness.arithmetic[row.key] = ((lambda: arithmetic.dtype_name(model)) if spec.decoding == "beam" else
                                    (lambda: arithmetic.generator_arithmetic(generator, model)))
@@ -343,6 +380,7 @@ def time_rows(harness: HarnessRun, templates: List[rounds.Row]):
                                                    harness.refs, harness.score and harness.score.score)
             found[row.key, bs]["round_s"] = timed[row.key].round_s
             found[row.key, bs]["arithmetic"] = harness.arithmetic[row.key]() if row.key in harness.arithmetic else None
+            found[row.key, bs]["model"] = harness.row_models.get(row.key)
             harness.outputs[row.label, row.engine_name, bs] = {i: r.output.symbols for i, r in results.items()}
             if row.is_greedy:
                 harness.greedy[bs] = {i: r.output.tokens for i, r in results.items()}
@@ -384,7 +422,9 @@ def benchmark(args, extra) -> dict:
     batches_by_size = {bs: engine.batches(ids, bs) for bs in args.batch_sizes}
     score_dir = task_score.data_dir(args.score_data_dir)
     score = task_score.load(args.score, score_dir, len(engine.dataset), args.gen_subset)
-    harness = HarnessRun(args, engine, batches_by_size, ids, engine.references(ids), score=score)
+    others = {name: fairseq_engine.FairseqEngine(fairseq_engine.config_for_path(cfg, path), args.device, args.fp16)
+              for name, path in args.models.items()}
+    harness = HarnessRun(args, engine, batches_by_size, ids, engine.references(ids), score=score, others=others)
     templates = fairseq_rows(harness, specs)
     with ctranslate2_rows(harness) as ct2_templates:
         time_rows(harness, templates + ct2_templates)
@@ -395,7 +435,8 @@ def benchmark(args, extra) -> dict:
     rows = harness.rows
     summary.add_comparisons(rows, harness.outputs)
     hardware = {**fairseq_engine.hardware(args.device, args.threads), "fp16": args.fp16}
-    settings = {"data": args.data, "path": args.path, "drafter_path": args.drafter_path, "gen_subset": args.gen_subset,
+    settings = {"data": args.data, "path": args.path, "models": args.models, "drafter_path": args.drafter_path,
+                "gen_subset": args.gen_subset,
                 "sentences": len(ids), "too_long": too_long, "warmup": args.warmup, "batch_sizes": args.batch_sizes,
                 "rounds": {str(bs): len(rounds.interleaved_chunks(b, args.rounds)) for bs, b in batches_by_size.items()},
                 "decoders": [s.label for s in specs], "post_process": args.post_process, "fairseq_args": extra,

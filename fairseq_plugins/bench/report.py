@@ -50,7 +50,8 @@ def markdown(result: dict) -> str:
     s = result["settings"]
     score = s.get("score", "bleu")
     lines = ["# Decoding latency", "", f"**Hardware:** {hardware_line(result['hardware'])}", "",
-             f"**Setting:** `{s['path']}` on `{s['data']}` ({s['gen_subset']}, {s['sentences']} sentences), "
+             f"**Setting:** `{s['path']}`{other_models(s.get('models'))} on `{s['data']}` ({s['gen_subset']}, "
+             f"{s['sentences']} sentences), "
              f"warm-up {s['warmup']} sentences; latency = wall time of the batch a sentence is decoded in; "
              "speedups are ratios of median latencies / of total times, against fairseq's own greedy search "
              "(`beam1`), the plugin's `greedy` decoder (the same lean verifier as the drafting rows, nothing "
@@ -78,6 +79,15 @@ def columns(score: str) -> tuple:
     from fairseq_plugins.bench.task_score import HEADERS
 
     return tuple(HEADERS[score] if name == "BLEU" else name for name in COLUMNS)
+
+
+def other_models(models: Optional[dict]) -> str:
+    """The --model checkpoints, for the setting line (rows ``...:model=NAME`` decode with them)."""
+    if not models:
+        return ""
+    named = ", ".join(f"{name} = `{path}`" for name, path in models.items())
+    return (f" (rows `:model=NAME`: {named}; compared with their own model's `beam1` / `greedy` rows in the ≠ "
+            "columns, timed against this model's)")
 
 
 def rounds_sentence(rounds: Optional[dict]) -> str:

@@ -81,7 +81,10 @@ def mismatches(symbols: Dict[int, List[str]], greedy: Optional[Dict[int, List[st
 def add_comparisons(rows: List[dict], outputs: Dict[tuple, Dict[int, List[str]]]):
     """Speedups (same batch size; median and total time) vs stock greedy (``beam1``: keys ``*_vs_greedy_*``),
     vs the plugin's ``greedy`` decoder (the lean verifier decoding greedily: ``*_vs_greedy_decoder_*``) and vs
-    beam-5, and the counts of outputs differing from each greedy.  ``outputs``: row key -> id -> symbols."""
+    beam-5, and the counts of outputs differing from each greedy.  A row of another model (``row["model"]``:
+    the harness's ``--model NAME``) is timed against the same baselines but compared, output for output, with
+    that model's own greedy rows (``beam1:model=NAME``, ``greedy:model=NAME``).  ``outputs``: row key -> id ->
+    symbols."""
     for row in rows:
         bs = row["batch_size"]
         for name, label in BASELINES:
@@ -90,7 +93,8 @@ def add_comparisons(rows: List[dict], outputs: Dict[tuple, Dict[int, List[str]]]
             row[f"speedup_vs_{name}_total"] = _ratio(base and base["total_s"], row["total_s"])
             if name != "beam5":
                 row[f"speedup_vs_{name}_rounds"] = round_range(base, row)
-                base_out = outputs.get(row_key(base)) if base else None
+                same = _find(rows, f"{label}:model={row['model']}", bs) if row.get("model") else base
+                base_out = outputs.get(row_key(same)) if same else None
                 row[f"mismatches_vs_{name}"] = mismatches(outputs[row_key(row)], base_out)
 
 
