@@ -87,6 +87,19 @@ def test_recipe_says_how_to_make_its_inputs(tmp_path):
         assert proc.returncode != 0 and re.search(message, proc.stderr), proc.stderr[-2000:]
 
 
+def test_recipe_names_a_wrong_other_model(tmp_path):
+    for split in ("test", "test1"):
+        (tmp_path / f"{split}.src-tgt.src.bin").write_text("binarized")
+    (tmp_path / "model.pt").write_text("a model")
+    env = {**os.environ, "PATH": os.pathsep.join([str(BIN_DIR), os.environ.get("PATH", "")]),
+           "MODEL": str(tmp_path / "model.pt"), "DATA": str(tmp_path), "RUNS": str(tmp_path)}
+    for other, message in (("deep", "OTHER_MODELS: expected NAME=CHECKPOINT, got deep"),
+                           (f"deep={tmp_path / 'none.pt'}", "OTHER_MODELS: no model at .*none.pt \\(deep\\)")):
+        proc = subprocess.run(["bash", str(REPO / "recipes" / "benchmark-gec.sh")], env={**env, "OTHER_MODELS": other},
+                              cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        assert proc.returncode != 0 and re.search(message, proc.stderr), proc.stderr[-2000:]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("split,name,sentences", [("test", "jfleg", 4), ("test1", "conll2013", 0)])
 def test_harness_cells_are_gec_scores_figures(gec_model, split, name, sentences):
@@ -112,13 +125,17 @@ def test_harness_cells_are_gec_scores_figures(gec_model, split, name, sentences)
 
 @pytest.mark.slow
 def test_recipe_quick_mode_writes_a_section_per_test_set_and_batch_size(gec_model, tmp_path):
+    from fairseq_plugins.scripts import copy_layers
+
     data, model = gec_model
+    deep = tmp_path / "deep.pt"  # OTHER_MODELS: a second model in the same tables (a 3+1 warm start of the model)
+    copy_layers.main([str(model), str(deep), "--encoder-layers", "3", "--decoder-layers", "1"])
     doc = tmp_path / "gec.md"
     old = "<!-- bench:gec-cpu-jfleg-b1 -->\nold\n<!-- /bench:gec-cpu-jfleg-b1 -->\n"
     doc.write_text(f"# GEC\n\nProse.\n\n## Benchmark\n\n{old}")
     env = {"DRY_RUN": "1", "MODEL": str(model), "DATA": str(data), "GEC_DATA_DIR": str(FIXTURES),
            "OUT_DIR": str(tmp_path / "out"), "DOC": str(doc), "BATCH_SIZES": "1 2", "WARMUP": "0",
-           "RUNS": str(tmp_path)}
+           "RUNS": str(tmp_path), "OTHER_MODELS": f"deep={deep}"}
     proc = subprocess.run(["bash", str(REPO / "recipes" / "benchmark-gec.sh"), "--rounds", "1"],
                           env={**os.environ, **env}, cwd=REPO, text=True, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, timeout=600)
@@ -136,34 +153,10 @@ def test_recipe_quick_mode_writes_a_section_per_test_set_and_batch_size(gec_mode
             assert f"{sentences} sentences" in section and f"| {task_score.HEADERS[name]} |" in section
             lines = [line for line in section.splitlines() if re.match(rf"^\| .+ \| {bs} \|", line)]
             rows = {cells[0]: cells for cells in ([cell.strip() for cell in line.split("|")[1:-1]] for line in lines)}
-            assert list(rows) == ["beam1", "greedy", "iad", "iad:match_length=2", "iad:block=8", "beam5", *ct2_rows]
+            assert list(rows) == ["beam1", "greedy", "iad", "iad:match_length=2", "iad:block=8", "beam5",
+                                  "beam1:model=deep", "greedy:model=deep", "iad:model=deep", *ct2_rows]
+            assert rows["iad:model=deep"][-2:] == ["0", "0"] and "deep = `" in section
             for label in ("greedy", "iad", "iad:match_length=2", "iad:block=8"):
                 assert rows[label][-2:] == ["0", "0"] and rows[label][-3] == rows["beam1"][-3], (name, bs, label)
             assert (tmp_path / "out" / f"gec-cpu-{name}-b{bs}.json").exists()
 
-
-@pytest.mark.slow
-def test_recipe_decodes_other_models_in_the_same_table(gec_model, tmp_path):
-    """OTHER_MODELS: rows beam1/greedy/iad:model=NAME of a second model (here a 3+1-layer warm start of the tiny
-    model) in MODEL's table; iad is lossless against its own model's greedy rows."""
-    from fairseq_plugins.scripts import copy_layers
-
-    data, model = gec_model
-    deep = tmp_path / "deep.pt"
-    copy_layers.main([str(model), str(deep), "--encoder-layers", "3", "--decoder-layers", "1"])
-    env = {"DRY_RUN": "1", "MODEL": str(model), "DATA": str(data), "GEC_DATA_DIR": str(FIXTURES),
-           "OUT_DIR": str(tmp_path / "out"), "DOC": str(tmp_path / "gec.md"), "TEST_SETS": "conll2013",
-           "BATCH_SIZES": "1", "WARMUP": "0", "RUNS": str(tmp_path), "OTHER_MODELS": f"deep={deep}"}
-    script = [str(REPO / "recipes" / "benchmark-gec.sh"), "--rounds", "1", "--no-ctranslate2"]
-    proc = subprocess.run(["bash", *script], env={**os.environ, **env}, cwd=REPO, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    section = (tmp_path / "gec.md").read_text()
-    rows = {cells[0]: cells for cells in ([cell.strip() for cell in line.split("|")[1:-1]]
-                                          for line in section.splitlines() if re.match(r"^\| .+ \| 1 \|", line))}
-    assert list(rows) == ["beam1", "greedy", "iad", "iad:match_length=2", "iad:block=8", "beam5",
-                          "beam1:model=deep", "greedy:model=deep", "iad:model=deep"]
-    assert rows["iad:model=deep"][-2:] == ["0", "0"] and "deep = `" in section
-    bad = subprocess.run(["bash", *script], env={**os.environ, **env, "OTHER_MODELS": "deep"}, cwd=REPO, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
-    assert bad.returncode != 0 and "OTHER_MODELS: expected NAME=CHECKPOINT, got deep" in bad.stdout
