@@ -31,6 +31,8 @@ def test_rows_of_another_model_decode_with_it(reverse_data, tiny_checkpoint, dee
     assert rows["beam1:model=deep"]["outputs"] == alone["beam1"]["outputs"]
     assert rows["beam1:model=deep"]["outputs"] != rows["beam1"]["outputs"]
     assert [rows[label]["model"] for label in ("beam1", *OTHER_ROWS)] == [None, "deep", "deep", "deep"]
+    assert rows["beam1:model=deep"]["tokens_per_iteration"] == 1.0  # greedy search: a step per token, on any model
+    assert rows["beam1:model=deep"]["mean_iterations"] == rows["greedy:model=deep"]["mean_iterations"]
     # lossless on their own model: no difference from its greedy rows, though they differ from --path's
     for label in ("greedy:model=deep", "iad:model=deep"):
         assert rows[label]["mismatches_vs_greedy"] == 0 and rows[label]["mismatches_vs_greedy_decoder"] == 0

@@ -50,9 +50,14 @@ class DecoderSpec:
     model: Optional[str] = None  # the harness's other model (--model NAME=...) this row decodes with; None: --path
 
     @property
+    def is_greedy_search(self) -> bool:
+        """fairseq's greedy search (``beam1``), on any model: one decoder step per output token."""
+        return self.decoding == "beam" and self.beam == 1
+
+    @property
     def is_greedy(self) -> bool:
         """fairseq's greedy search on --path: the row every comparison and replay starts from."""
-        return self.decoding == "beam" and self.beam == 1 and self.model is None
+        return self.is_greedy_search and self.model is None
 
     @property
     def replays_greedy(self) -> bool:

@@ -153,7 +153,7 @@ class FairseqEngine:
         eos = self.tgt_dict.eos()
 
         def convert(hypos, batch: Batch) -> List[Output]:
-            return [self._output(h[0], eos, spec.is_greedy) for h in hypos]
+            return [self._output(h[0], eos, spec.is_greedy_search) for h in hypos]
 
         return convert
 
