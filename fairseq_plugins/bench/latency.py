@@ -141,16 +141,29 @@ def check_args(args):
         raise PluginError("; ".join(problems))
 
 
+def parse_pairs(option: str, items: List[str], right: str) -> List[Tuple[str, str]]:
+    """``["a=x", "b=y"]`` -> ``[("a", "x"), ("b", "y")]``; ``option`` and ``right`` name them in errors."""
+    pairs = []
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip():
+            raise PluginError(f"{option}: expected NAME={right}, got {item!r}")
+        pairs.append((name.strip(), value.strip()))
+    return pairs
+
+
 def model_problems(args, specs) -> List[str]:
     """What is wrong with --model (sets ``args.models``: name -> checkpoint) and the rows naming a model."""
     import os
 
     problems, args.models = [], {}
     for item in args.model:
-        name, eq, path = (part.strip() for part in item.partition("="))
-        if not eq or not name or not path:
-            problems.append(f"--model: expected NAME=CHECKPOINT, got {item!r}")
-        elif name in args.models:
+        try:
+            [(name, path)] = parse_pairs("--model", [item], "CHECKPOINT")
+        except PluginError as error:
+            problems.append(str(error))
+            continue
+        if name in args.models:
             problems.append(f"--model: the name {name!r} is given twice")
         elif not os.path.isfile(path):
             problems.append(f"--model {name}: no such file: {path}")
@@ -239,7 +252,6 @@ class HarnessRun:
     arithmetic: Dict[tuple, Callable[[], Optional[str]]] = field(default_factory=dict)
     score: object = None  # task_score.TaskScore of --score jfleg / conll2013; None: BLEU
     others: Dict[str, object] = field(default_factory=dict)  # --model NAME -> its engine (same data)
-    row_models: Dict[tuple, str] = field(default_factory=dict)  # row key -> the --model NAME it decodes with
 
     def engine_of(self, spec):
         """The engine a row decodes with: --path's, or the other model the spec names."""
@@ -287,8 +299,6 @@ def generator_row(harness: HarnessRun, spec) -> Optional[rounds.Row]:
     row = rounds.Row(spec.label, "fairseq", run, convert, [], is_greedy=spec.is_greedy,
                      replay=replay if drafter is not None else None)
     harness.generators.append((spec, generator, row))
-    if spec.model is not None:
-        harness.row_models[row.key] = spec.model
     model = engine.models[0]
     harness.arithmetic[row.key] = ((lambda: arithmetic.dtype_name(model)) if spec.decoding == "beam" else
                                    (lambda: arithmetic.generator_arithmetic(generator, model)))
@@ -366,7 +376,7 @@ def time_rows(harness: HarnessRun, templates: List[rounds.Row]):
         say(f"CTranslate2 {row.label} row dropped: {ct2.reason(error)}")
         harness.ctranslate2 = {"status": "skipped", "reason": f"{row.label}: {ct2.reason(error)}"}
 
-    found = {}
+    found, models = {}, {row.key: spec.model for spec, _, row in harness.generators}
     for bs, batches in harness.batches_by_size.items():
         rows = [replace(template, batches=batches) for template in templates]
         with progress_bar(args, len(harness.ids) * len(rows), f"batch {bs}") as bar:
@@ -380,7 +390,7 @@ def time_rows(harness: HarnessRun, templates: List[rounds.Row]):
                                                    harness.refs, harness.score and harness.score.score)
             found[row.key, bs]["round_s"] = timed[row.key].round_s
             found[row.key, bs]["arithmetic"] = harness.arithmetic[row.key]() if row.key in harness.arithmetic else None
-            found[row.key, bs]["model"] = harness.row_models.get(row.key)
+            found[row.key, bs]["model"] = models.get(row.key)  # the --model NAME it decodes with; None: --path
             harness.outputs[row.label, row.engine_name, bs] = {i: r.output.symbols for i, r in results.items()}
             if row.is_greedy:
                 harness.greedy[bs] = {i: r.output.tokens for i, r in results.items()}

@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Tuple
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
 from fairseq_plugins.bench.decoders import DecoderSpec
-from fairseq_plugins.bench.latency import add_shared_options, shared_problems
+from fairseq_plugins.bench.latency import add_shared_options, parse_pairs, shared_problems
 from fairseq_plugins.bench.report import write_all
 from fairseq_plugins.bench.rounds import interleaved_chunks, round_ratios
 
@@ -47,17 +47,6 @@ def get_parser() -> argparse.ArgumentParser:
     add("--batch-size", type=int, default=1, help="sentences per batch (1: latency setting)")
     add_shared_options(add)
     return parser
-
-
-def parse_pairs(option: str, items: List[str], right: str) -> List[Tuple[str, str]]:
-    """``["a=x", "b=y"]`` -> ``[("a", "x"), ("b", "y")]``; ``option`` and ``right`` name them in errors."""
-    pairs = []
-    for item in items:
-        name, eq, value = item.partition("=")
-        if not eq or not name.strip() or not value.strip():
-            raise PluginError(f"{option}: expected NAME={right}, got {item!r}")
-        pairs.append((name.strip(), value.strip()))
-    return pairs
 
 
 def parse_systems(items: List[str]) -> List[Tuple[str, str]]:

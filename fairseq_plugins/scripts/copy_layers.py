@@ -8,7 +8,7 @@ from typing import Dict, List, Optional
 import torch
 
 from fairseq_plugins.scripts import output_file
-from fairseq_plugins.scripts.export_checkpoint import without_machine_paths
+from fairseq_plugins.scripts.export_checkpoint import inference_checkpoint
 from fairseq_plugins_compat.checkpoint_loading import load_checkpoint_file
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
@@ -72,15 +72,9 @@ def run(path_in: str, path_out: str, encoder: int, decoder: int, encoder_from: O
                           f"decoder.layers.* weights)")
     sources = {"encoder": parse_sources(encoder_from, "encoder", encoder, old["encoder"]),
                "decoder": parse_sources(decoder_from, "decoder", decoder, old["decoder"])}
-    cfg, args = state.get("cfg"), state.get("args")
-    set_layers((cfg or {}).get("model"), encoder, decoder)
-    set_layers(args, encoder, decoder)
-    for config in (cfg, args):
-        without_machine_paths(config)
-    torch.save({"cfg": cfg, "args": args, "model": copy_layers(model, sources),
-                "optimizer_history": [{"criterion_name": "CrossEntropyCriterion", "optimizer_name": "none",
-                                       "lr_scheduler_state": {}, "num_updates": 0}],
-                "extra_state": {}}, path_out)
+    set_layers((state.get("cfg") or {}).get("model"), encoder, decoder)
+    set_layers(state.get("args"), encoder, decoder)
+    torch.save(inference_checkpoint(state, copy_layers(model, sources)), path_out)
     return sources
 
 

@@ -26,14 +26,19 @@ def export(path_in, path_out, fp16=False, drop_sequential_head=False):
             same = tensor.half() if fp16 and tensor.is_floating_point() else tensor
             converted.append((tensor, same))
         model[name] = same
+    torch.save(inference_checkpoint(state, model), path_out)
+    return sum(c.numel() for _, c in converted)
+
+
+def inference_checkpoint(state, model):
+    """What fairseq loads as a checkpoint, and fine-tunes from (``--finetune-from-model``): ``state``'s configs
+    without the machine's paths (changed in place) and the weights ``model``; no optimizer or training state."""
     for config in (state.get("cfg"), state.get("args")):
         without_machine_paths(config)
-    slim = {"cfg": state.get("cfg"), "args": state.get("args"), "model": model,
+    return {"cfg": state.get("cfg"), "args": state.get("args"), "model": model,
             "optimizer_history": [{"criterion_name": "CrossEntropyCriterion", "optimizer_name": "none",
                                    "lr_scheduler_state": {}, "num_updates": 0}],
             "extra_state": {}}
-    torch.save(slim, path_out)
-    return sum(c.numel() for _, c in converted)
 
 
 def is_machine_path(value) -> bool:
