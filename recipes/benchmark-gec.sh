@@ -3,7 +3,8 @@
 # prepared by recipes/data/prepare-gec-synthetic.sh (test and test1), every row side by side on one thread:
 # fairseq greedy (beam1) and beam 5, the plugin's greedy (the lean verifier, nothing drafted), iad (input-guided
 # aggressive decoding: the draft is a copy of the source) with its defaults, with a 2-token suffix match and with
-# drafts of at most 8 tokens, CTranslate2 float32 and int8 (greedy and beam 5); tokens per iteration, outputs
+# drafts of at most 8 tokens, bound (one teacher-forced pass of the same lean verifier: the ceiling of any drafting),
+# CTranslate2 float32 and int8 (greedy and beam 5); tokens per iteration, outputs
 # differing from greedy's, and the test set's own score (GLEU against JFLEG's 4 references, edit F0.5 against
 # CoNLL-2013's gold edits: fairseq_plugins/scripts/gec_score.py). One section of DOC per test set and batch size
 # (<!-- bench:gec-cpu-jfleg-b1 --> ...), nothing else of DOC changes.
@@ -30,7 +31,7 @@ GEC_DATA_DIR=${GEC_DATA_DIR:-$(dirname "$REPO")/shared/data}
 TEST_SETS=${TEST_SETS:-jfleg conll2013}
 BATCH_SIZES=${BATCH_SIZES:-1 32}                # one table (section) per test set and batch size
 THREADS=${THREADS:-1}                           # torch and CTranslate2 threads
-DECODERS=${DECODERS:-beam1,greedy,iad,iad:match_length=2,iad:block=8,beam5}
+DECODERS=${DECODERS:-beam1,greedy,iad,iad:match_length=2,iad:block=8,bound,beam5}
 CT2_COMPUTE_TYPES=${CT2_COMPUTE_TYPES:-float32,int8}
 SECTION_PREFIX=${SECTION_PREFIX:-gec-cpu}       # e.g. gec-gpu with the extra arguments --device cuda
 if [ "$DRY_RUN" = 1 ]; then

@@ -153,7 +153,7 @@ def test_recipe_quick_mode_writes_a_section_per_test_set_and_batch_size(gec_mode
             assert f"{sentences} sentences" in section and f"| {task_score.HEADERS[name]} |" in section
             lines = [line for line in section.splitlines() if re.match(rf"^\| .+ \| {bs} \|", line)]
             rows = {cells[0]: cells for cells in ([cell.strip() for cell in line.split("|")[1:-1]] for line in lines)}
-            assert list(rows) == ["beam1", "greedy", "iad", "iad:match_length=2", "iad:block=8", "beam5",
+            assert list(rows) == ["beam1", "greedy", "iad", "iad:match_length=2", "iad:block=8", "bound", "beam5",
                                   "beam1:model=deep", "greedy:model=deep", "iad:model=deep", *ct2_rows]
             assert rows["iad:model=deep"][-2:] == ["0", "0"] and "deep = `" in section
             for label in ("greedy", "iad", "iad:match_length=2", "iad:block=8"):
