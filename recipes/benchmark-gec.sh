@@ -4,10 +4,10 @@
 # fairseq greedy (beam1) and beam 5, the plugin's greedy (the lean verifier, nothing drafted), iad (input-guided
 # aggressive decoding: the draft is a copy of the source) with its defaults, with a 2-token suffix match and with
 # drafts of at most 8 tokens, bound (one teacher-forced pass of the same lean verifier: the ceiling of any drafting),
-# CTranslate2 float32 and int8 (greedy and beam 5); tokens per iteration, outputs
-# differing from greedy's, and the test set's own score (GLEU against JFLEG's 4 references, edit F0.5 against
-# CoNLL-2013's gold edits: fairseq_plugins/scripts/gec_score.py). One section of DOC per test set and batch size
-# (<!-- bench:gec-cpu-jfleg-b1 --> ...), nothing else of DOC changes.
+# CTranslate2 float32 and int8 (greedy and beam 5); tokens per iteration, outputs differing from greedy's, and the
+# test set's own score (GLEU against JFLEG's 4 references, edit F0.5 against CoNLL-2013's gold edits:
+# fairseq_plugins/scripts/gec_score.py). One section of DOC per test set and batch size (<!-- bench:gec-cpu-jfleg-b1
+# --> ...), nothing else of DOC changes. --profile (an extra argument) adds each iteration's cost by part.
 #   bash recipes/benchmark-gec.sh                                   # both test sets at batch 1 and 32
 #   MODEL=$RUNS/gec-synth/transformer-6x6/checkpoint_best.pt bash recipes/benchmark-gec.sh
 #   TEST_SETS=conll2013 BATCH_SIZES=1 MAX_SENTENCES=200 DOC=/elsewhere/gec.md bash recipes/benchmark-gec.sh
