@@ -15,9 +15,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
 
-DEMO=${DEMO:-$REPO/checkpoints/demo}
-MULTI30K_DIR=${MULTI30K_DIR:-$(dirname "$REPO")/shared/data/multi30k/raw}
-MULTI30K_URL=${MULTI30K_URL:-https://github.com/multi30k/dataset/raw/master/data/task1/raw}
+. "$REPO/recipes/lib/demo_data.sh"          # DEMO, MULTI30K_DIR, MULTI30K_URL, demo_test_data
 TEST_SPLITS=${TEST_SPLITS:-test}            # test = test2016, test1 = test2017
 BATCH_SIZES=${BATCH_SIZES:-1}               # one table (section) per batch size
 THREADS=${THREADS:-1}                       # torch and CTranslate2 threads
@@ -36,27 +34,10 @@ need_fairseq
 check_inputs "DEMO/verifier.pt=$DEMO/verifier.pt" "DEMO/drafter.pt=$DEMO/drafter.pt" \
   "DEMO/drafter-beam5.pt=$DEMO/drafter-beam5.pt" "DEMO/sentencepiece.model=$DEMO/sentencepiece.model"
 
-# 1. raw Multi30k under fairseq's split names (links to the local copy, else downloads)
-declare -A OFFICIAL=([train]=train [valid]=val [test]=test_2016_flickr [test1]=test_2017_flickr)
-raw=$OUT_DIR/multi30k
-mkdir -p "$raw"
-for split in train valid $TEST_SPLITS; do
-  [ -n "${OFFICIAL[$split]:-}" ] || die "TEST_SPLITS: $split is not a Multi30k test set (test = test2016, test1 = test2017)"
-  for lang in en de; do
-    all_exist "$raw/$split.$lang" && continue
-    local_copy=$MULTI30K_DIR/${OFFICIAL[$split]}.$lang
-    if [ ! -s "$local_copy" ] && [ -s "$MULTI30K_DIR/$split.$lang" ]; then local_copy=$MULTI30K_DIR/$split.$lang; fi
-    file=$(local_or_fetch "$local_copy" "$MULTI30K_URL/${OFFICIAL[$split]}.$lang.gz" \
-      "$OUT_DIR/download/${OFFICIAL[$split]}.$lang" gz)
-    ln -sf "$(abspath "$file")" "$raw/$split.$lang"
-  done
-done
+# 1. Multi30k prepared with the demo pair's sentencepiece model and dictionaries (DRY_RUN: the first lines only)
+demo_test_data "$OUT_DIR" "$TEST_SPLITS"
 
-# 2. sentencepiece with the demo pair's model, binarized with its dictionaries (DRY_RUN: the first lines only)
-RAW=$raw SPM_MODEL=$DEMO/sentencepiece.model DICT_DIR=$DEMO SRC=en TGT=de TEST_SPLITS=$TEST_SPLITS \
-  OUT_DIR=$OUT_DIR/data bash "$REPO/recipes/data/prepare-with-model.sh"
-
-# 3. one harness run per test set and batch size; paths relative to the clone (they are printed in the tables)
+# 2. one harness run per test set and batch size; paths relative to the clone (they are printed in the tables)
 cd "$REPO"
 relative() { "$PYTHON" -c 'import os, sys; print(os.path.relpath(sys.argv[1]))' "$1"; }
 demo=$(relative "$DEMO")

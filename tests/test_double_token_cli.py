@@ -294,6 +294,23 @@ def test_distilled_comparison_recipe_with_a_given_teacher(reverse_data, tiny_che
     assert not (runs / "double-token-comparison").exists()
 
 
+def test_distilled_comparison_recipe_pair_only(reverse_data, distilled_comparison, tmp_path):
+    """PAIR_ONLY=1 (what recipes/double-token/ship.sh needs): the single-token model, its distillation, the
+    single-token model on it and the bidirectional model started from that one, in that order; no bidirectional
+    model from scratch, no comparison. On the fixture's trained systems and distillation, every stage is skipped."""
+    runs = distilled_comparison[0]
+    log = compare_distilled({"PAIR_ONLY": "1", "DATA": reverse_data, "RAW": reverse_data.parent / "raw",
+                             "RUNS": tmp_path, "ORIGINAL_ROOT": runs / "double-token",
+                             "DISTILLED": runs / "distilled-single-beam5",
+                             "DISTILLED_ROOT": runs / "double-token-distilled"})
+    stages = ["single_l2r on the original data", "distilled already", "single_l2r on the distilled data",
+              "bidirectional on the distilled data, started from"]
+    assert [log.index(stage) for stage in stages] == sorted(log.index(stage) for stage in stages), log[-4000:]
+    assert log.count("trained already") == 3 and "fairseq_cli.train" not in log, log[-4000:]
+    assert "bidirectional on the original data" not in log and "side by side" not in log, log[-4000:]
+    assert not (tmp_path / "multi30k" / "double-token-comparison" / "results.md").exists()
+
+
 def test_distilled_comparison_recipe_rejects_a_missing_teacher(reverse_data, tmp_path):
     """A TEACHER that does not exist is refused in one line before anything trains."""
     import os

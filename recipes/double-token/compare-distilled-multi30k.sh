@@ -21,6 +21,9 @@
 #                    single-token model on it (--finetune-from-model its checkpoint_avg_best.pt: same architecture,
 #                    only the decoding order differs; a fresh optimiser and learning-rate schedule), trained after
 #                    both pipelines to convergence with patience WARM_PATIENCE (default PATIENCE), in DISTILLED_ROOT-warm
+#   PAIR_ONLY=1 ...  only what the shipped pair needs (recipes/double-token/ship.sh), in turn: the single-token model
+#                    (the teacher), its distillation, the single-token model on it, the bidirectional model started
+#                    from that one (WARM_START); no bidirectional model from scratch, no comparison
 # Each stage is skipped when its output exists (a trained system: its training.done; the distillation: its
 # binarized train split), so the same command goes on after a kill, from fairseq's checkpoint_last.pt.
 # train-multi30k.sh's options (AUTOCAST, CPU, FP16, PATIENCE, ...) pass through as env vars, and extra
@@ -40,6 +43,7 @@ main() {
   OUT=${OUT:-$RUNS/multi30k/double-token-comparison$(teacher_suffix)}   # results.{md,png,json}, bleu-curves.png
   PARALLEL=${PARALLEL:-0}
   WARM_START=${WARM_START:-0}
+  PAIR_ONLY=${PAIR_ONLY:-0}
   WARM_ROOT=$DISTILLED_ROOT-warm              # the bidirectional model started from the single-token one on it
   # evaluation (as train-multi30k.sh's)
   GEN_SUBSET=${GEN_SUBSET:-test}; BEAM=${BEAM:-5}; THREADS=${THREADS:-1}
@@ -49,12 +53,17 @@ main() {
   if [ "$DRY_RUN" = 1 ]; then MAX_SENTENCES=${DRY_SENTENCES:-5}; BENCH_WARMUP=1; BEAM=2; fi
   case $PARALLEL in 0 | 1) ;; *) die "PARALLEL must be 0|1" ;; esac
   case $WARM_START in 0 | 1) ;; *) die "WARM_START must be 0|1" ;; esac
+  case $PAIR_ONLY in 0) ;; 1) WARM_START=1 ;; *) die "PAIR_ONLY must be 0|1" ;; esac
   check_inputs "DATA=$DATA/dict.$SRC.txt" "RAW=$RAW/train.$SRC"
   if [ -n "$TEACHER" ]; then check_inputs "TEACHER=$TEACHER"; fi
   export DATA SRC TGT REMOVE_BPE CONVERGE=1 EVALUATE=0
 
   mkdir -p "$OUT"
-  if [ "$PARALLEL" = 1 ]; then
+  if [ "$PAIR_ONLY" = 1 ]; then
+    train_pair "$@"
+    log "done: $DISTILLED_ROOT/single_l2r and $WARM_ROOT/bidirectional (recipes/double-token/ship.sh)"
+    return
+  elif [ "$PARALLEL" = 1 ]; then
     train_side_by_side "$@"
   else
     local kind order
@@ -91,6 +100,14 @@ train_order() {
   SAVE_ROOT=$root TRAIN_DATA=$train_data ORDERS=$order bash "$REPO/recipes/double-token/train-multi30k.sh" "$@"
 }
 
+# train_pair [fairseq-train options...]: the single-token model on the original data (unless a TEACHER distils), the
+# distillation, the single-token model on it, the bidirectional model started from that one
+train_pair() {
+  if [ -z "$TEACHER" ]; then train_order original single_l2r "$@"; fi
+  distil
+  train_order distilled single_l2r "$@"
+  train_warm_start "$@"
+}
 # train_warm_start [fairseq-train options...]: the bidirectional model on the distillation, started from the
 # converged single-token model on it, to convergence in WARM_ROOT/bidirectional
 train_warm_start() {
