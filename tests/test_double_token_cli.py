@@ -308,7 +308,7 @@ def test_distilled_comparison_recipe_pair_only(reverse_data, distilled_compariso
     assert [log.index(stage) for stage in stages] == sorted(log.index(stage) for stage in stages), log[-4000:]
     assert log.count("trained already") == 3 and "fairseq_cli.train" not in log, log[-4000:]
     assert "bidirectional on the original data" not in log and "side by side" not in log, log[-4000:]
-    assert not (tmp_path / "multi30k" / "double-token-comparison" / "results.md").exists()
+    assert not (tmp_path / "multi30k" / "double-token-comparison").exists()
 
 
 def test_distilled_comparison_recipe_rejects_a_missing_teacher(reverse_data, tmp_path):

@@ -58,12 +58,13 @@ main() {
   if [ -n "$TEACHER" ]; then check_inputs "TEACHER=$TEACHER"; fi
   export DATA SRC TGT REMOVE_BPE CONVERGE=1 EVALUATE=0
 
-  mkdir -p "$OUT"
   if [ "$PAIR_ONLY" = 1 ]; then
     train_pair "$@"
     log "done: $DISTILLED_ROOT/single_l2r and $WARM_ROOT/bidirectional (recipes/double-token/ship.sh)"
     return
-  elif [ "$PARALLEL" = 1 ]; then
+  fi
+  mkdir -p "$OUT"
+  if [ "$PARALLEL" = 1 ]; then
     train_side_by_side "$@"
   else
     local kind order
