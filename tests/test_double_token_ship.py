@@ -56,6 +56,8 @@ def test_pair_is_shipped_and_timed_into_its_section(tmp_path):
         assert all(t.dtype == torch.float16 for t in state["model"].values() if t.is_floating_point())
         assert str(tmp_path) not in str(state["cfg"]), name  # no paths of the machine that trained it
 
+    rc, log = bash(f"bash {RECIPES}/double-token/benchmark.sh", {**env, "PAIR": str(tmp_path / "none")})
+    assert rc != 0 and "no double-token pair in PAIR=" in log.splitlines()[-1] and "ship.sh" in log, log[-4000:]
     doc = tmp_path / "double-token.md"
     doc.write_text("# Double-token\n\nProse.\n\n<!-- bench:double-token-cpu -->\nold\n"
                    "<!-- /bench:double-token-cpu -->\n\nMore prose.\n")

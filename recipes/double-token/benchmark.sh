@@ -26,8 +26,10 @@ WARMUP=${WARMUP:-10}
 OUT_DIR=${OUT_DIR:-$RUNS/benchmark-double-token}
 DOC=${DOC:-$REPO/docs/double-token.md}
 need_fairseq
-check_inputs "PAIR/single_l2r.pt=$PAIR/single_l2r.pt" "PAIR/bidirectional.pt=$PAIR/bidirectional.pt" \
-  "DEMO/sentencepiece.model=$DEMO/sentencepiece.model"
+all_exist "$PAIR/single_l2r.pt" "$PAIR/bidirectional.pt" || die "no double-token pair in PAIR=$PAIR (single_l2r.pt," \
+  "bidirectional.pt): train it (PAIR_ONLY=1 bash recipes/double-token/compare-distilled-multi30k.sh) and ship it" \
+  "(bash recipes/double-token/ship.sh), or set PAIR"
+check_inputs "DEMO/sentencepiece.model=$DEMO/sentencepiece.model"
 
 # 1. Multi30k prepared with the demo pair's sentencepiece model and dictionaries (DRY_RUN: the first lines only)
 demo_test_data "$OUT_DIR" "$TEST_SPLITS"
