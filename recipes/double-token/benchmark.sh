@@ -15,14 +15,14 @@ PAIR=${PAIR:-$REPO/checkpoints/double-token}
 TEST_SPLITS=${TEST_SPLITS:-test}            # test = test2016, test1 = test2017
 BEAMS=${BEAMS:-1,5}
 THREADS=${THREADS:-1}
-ROUNDS=${ROUNDS:-10}
 SECTION_PREFIX=${SECTION_PREFIX:-double-token-cpu}
 if [ "$DRY_RUN" = 1 ]; then
-  MAX_SENTENCES=${MAX_SENTENCES:-20}; WARMUP=${WARMUP:-2}; ROUNDS=${ROUNDS_DRY:-1}
+  MAX_SENTENCES=${MAX_SENTENCES:-20}; WARMUP=${WARMUP:-2}; ROUNDS=${ROUNDS:-1}
   OUT_DIR=${OUT_DIR:-$RUNS/benchmark-double-token-dry}; DOC=${DOC:-$OUT_DIR/double-token.md}
 fi
 MAX_SENTENCES=${MAX_SENTENCES:-0}           # 0: the whole test set (1,000 sentences)
 WARMUP=${WARMUP:-10}
+ROUNDS=${ROUNDS:-10}                        # the rows take turns (bench.systems --rounds)
 OUT_DIR=${OUT_DIR:-$RUNS/benchmark-double-token}
 DOC=${DOC:-$REPO/docs/double-token.md}
 need_fairseq

@@ -2,7 +2,8 @@
 # dictionaries, which the double-token pair shares); source it after common.sh:
 #   . "$REPO/recipes/lib/demo_data.sh"; demo_test_data "$OUT_DIR" "test test1"   # -> OUT_DIR/data/bin
 # Raw Multi30k (train, val, test_2016_flickr, test_2017_flickr .{en,de}, or the fairseq names train, valid, test,
-# test1) from MULTI30K_DIR, else downloaded (not in DRY_RUN: then the first lines only). Done stages are skipped.
+# test1) from MULTI30K_DIR, else downloaded (not in DRY_RUN, which binarizes the first lines only). Done stages are
+# skipped.
 # shellcheck shell=bash
 DEMO=${DEMO:-$REPO/checkpoints/demo}
 MULTI30K_DIR=${MULTI30K_DIR:-$(dirname "$REPO")/shared/data/multi30k/raw}
