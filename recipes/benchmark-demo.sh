@@ -39,7 +39,6 @@ demo_test_data "$OUT_DIR" "$TEST_SPLITS"
 
 # 2. one harness run per test set and batch size; paths relative to the clone (they are printed in the tables)
 cd "$REPO"
-relative() { "$PYTHON" -c 'import os, sys; print(os.path.relpath(sys.argv[1]))' "$1"; }
 demo=$(relative "$DEMO")
 DECODERS=${DECODERS:-beam1,greedy,beam5,specdec,specdec++:drafter_path=$demo/drafter-beam5.pt,iad,jacobi,gs-jacobi,\
 oracle,bound,drafter-only,greedy:verifier_matmul=int8,specdec:verifier_matmul=int8,iad:verifier_matmul=int8}

@@ -54,7 +54,6 @@ need_fairseq
 
 # paths relative to the clone (they are printed in the tables)
 cd "$REPO"
-relative() { "$PYTHON" -c 'import os, sys; print(os.path.relpath(sys.argv[1]))' "$1"; }
 models=() decoders=$DECODERS
 for other in $OTHER_MODELS; do
   name=${other%%=*} path=${other#*=}

@@ -27,7 +27,6 @@ check_inputs "DATA/dict.en.txt=$DATA/dict.en.txt" "DATA/test.en-de.en.bin=$DATA/
 short_name() { case "$1" in transformer_wmt_en_de) echo base ;; transformer_vaswani_wmt_en_de_big) echo big ;; *) echo "$1" ;; esac; }
 
 cd "$REPO"
-relative() { "$PYTHON" -c 'import os, sys; print(os.path.relpath(sys.argv[1]))' "$1"; }
 for arch in $ARCHS; do
   name=$(short_name "$arch")
   model=$OUT_DIR/$name/model-fp16.pt

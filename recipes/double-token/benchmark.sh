@@ -36,7 +36,6 @@ demo_test_data "$OUT_DIR" "$TEST_SPLITS"
 
 # 2. one bench.systems run per test set; paths relative to the clone (they are printed in the tables)
 cd "$REPO"
-relative() { "$PYTHON" -c 'import os, sys; print(os.path.relpath(sys.argv[1]))' "$1"; }
 pair=$(relative "$PAIR")
 for split in $TEST_SPLITS; do
   section=$SECTION_PREFIX$([ "$split" = test ] && echo "" || echo "-test2017")

@@ -26,7 +26,6 @@ for lang in "$SRC" "$TGT"; do
   cmp -s "$DATA/dict.$lang.txt" "$DEMO/dict.$lang.txt" || die "DATA=$DATA: dict.$lang.txt is not the demo pair's" \
     "($DEMO/dict.$lang.txt): the shipped pair must index the dictionary it is shipped with"
 done
-max_bytes=$(awk -v mb="$MAX_MB" 'BEGIN { printf "%d", mb * 1048576 }')
 mkdir -p "$OUT_DIR"
 tmp=$(mktemp -d "$OUT_DIR/.ship.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -35,9 +34,7 @@ declare -A sources=([single_l2r]=$SINGLE [bidirectional]=$BIDIRECTIONAL)
 for name in single_l2r bidirectional; do
   log "$name: ${sources[$name]} -> $OUT_DIR/$name.pt"
   "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "${sources[$name]}" "$tmp/$name.pt" --fp16 >&2
-  size=$(wc -c < "$tmp/$name.pt")
-  [ "$size" -le "$max_bytes" ] || die "$name.pt would be $(awk -v b="$size" 'BEGIN { printf "%.2f", b / 1048576 }')" \
-    "MiB, over MAX_MB=$MAX_MB: not shipped"
+  check_shippable "$tmp/$name.pt" "$name.pt"
 done
 mv "$tmp/single_l2r.pt" "$tmp/bidirectional.pt" "$OUT_DIR/"
 log "shipped to $OUT_DIR: single_l2r.pt bidirectional.pt"

@@ -18,12 +18,9 @@ SPM_MODEL=${SPM_MODEL:-$(dirname "$DATA")/spm/spm.model}
 OUT_DIR=${OUT_DIR:-$REPO/checkpoints/gec}
 MAX_MB=${MAX_MB:-20}
 
-max_bytes=$(awk -v mb="$MAX_MB" 'BEGIN { printf "%d", mb * 1048576 }')
 # ship SOURCE NAME: copy SOURCE to OUT_DIR/NAME; die in one line instead when SOURCE is over MAX_MB
 ship() {
-  local size; size=$(wc -c < "$1")
-  [ "$size" -le "$max_bytes" ] || die "$2 would be $(awk -v b="$size" 'BEGIN { printf "%.2f", b / 1048576 }') MiB," \
-    "over MAX_MB=$MAX_MB: not shipped"
+  check_shippable "$1" "$2"
   cp "$1" "$OUT_DIR/$2"
 }
 

@@ -61,6 +61,14 @@ check_inputs() {
 
 # abspath PATH: PATH made absolute against the current directory (paths saved in checkpoints stay valid)
 abspath() { case $1 in /*) echo "$1" ;; *) echo "$PWD/${1#./}" ;; esac; }
+# relative PATH: PATH relative to the current directory (tables printed from the clone name paths as a clone has them)
+relative() { "$PYTHON" -c 'import os, sys; print(os.path.relpath(sys.argv[1]))' "$1"; }
+# check_shippable FILE NAME: die in one line when FILE is over MAX_MB MiB (2^20 bytes), naming it NAME
+check_shippable() {
+  local size; size=$(wc -c < "$1")
+  [ "$size" -le "$(awk -v mb="$MAX_MB" 'BEGIN { printf "%d", mb * 1048576 }')" ] \
+    || die "$2 would be $(awk -v b="$size" 'BEGIN { printf "%.2f", b / 1048576 }') MiB, over MAX_MB=$MAX_MB: not shipped"
+}
 
 # kill_tree PID: PID and all its descendants (a background stage left behind by a failure)
 kill_tree() {
