@@ -47,15 +47,17 @@ def test_cuda_graph_steps_equal_greedy_through_fairseq_generate(reverse_data, ti
 
 
 @pytest.mark.slow
-def test_fp16_exported_pair_equals_greedy(reverse_data, tiny_checkpoint, drafter, tmp_path):
+@pytest.mark.parametrize("drafter_fixture", ["drafter", "shared_drafter"])
+def test_fp16_exported_pair_equals_greedy(reverse_data, tiny_checkpoint, drafter_fixture, request, tmp_path):
     """A pair exported with ``export_checkpoint --fp16`` (weights that are float16 numbers, loaded
     as float32): the defaults store them as float16 in the verifier's and the drafter's products
-    (linears.HalfWeightLinears), and the output is still ``--beam 1``'s on that checkpoint."""
+    (linears.HalfWeightLinears), and the output is still ``--beam 1``'s on that checkpoint. The export
+    blanks the drafter's --init-from-verifier path: a drafter sharing the verifier's encoder still loads."""
     from fairseq_plugins.scripts.export_checkpoint import export
 
     verifier, small_drafter = tmp_path / "verifier.pt", tmp_path / "drafter.pt"
     export(tiny_checkpoint, verifier, fp16=True)
-    export(drafter, small_drafter, fp16=True)
+    export(request.getfixturevalue(drafter_fixture), small_drafter, fp16=True)
     for batch_size in (1, 5):
         common = ["--path", verifier, "--gen-subset", "test", "--batch-size", batch_size, "--max-len-b", 30]
         greedy = run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout

@@ -225,7 +225,7 @@ def encoder_class(args):
     """The encoder class ``build_model`` uses, after checking ``--share-verifier-encoder``."""
     if not getattr(args, "share_verifier_encoder", False):
         return TransformerEncoderBase
-    if not getattr(args, "init_from_verifier", None):
+    if not (getattr(args, "init_from_verifier", None) or getattr(args, "verifier_init_applied", False)):
         raise PluginError("--share-verifier-encoder needs --init-from-verifier (the encoder is the verifier's)")
     return FrozenVerifierEncoder
 
