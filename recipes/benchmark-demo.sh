@@ -9,6 +9,8 @@
 #   BATCH_SIZES="1 32" TEST_SPLITS="test test1" bash recipes/benchmark-demo.sh
 #                                                          # + demo-cpu-b32, demo-cpu-test2017-b1, demo-cpu-test2017-b32
 #   DRY_RUN=1 bash recipes/benchmark-demo.sh               # quick: the first 20 sentences, into OUT_DIR/benchmarks.md
+#   DEMO=pair SECTION_PREFIX=base-cpu bash recipes/benchmark-demo.sh   # another Multi30k en-de pair laid out as
+#                                                          # checkpoints/demo (recipes/multi30k-base.sh makes one)
 # Raw Multi30k (train, val, test_2016_flickr, test_2017_flickr .{en,de}, or the fairseq names train, valid, test,
 # test1) from MULTI30K_DIR, else downloaded (not in DRY_RUN). Data, JSON and the CTranslate2 conversion go under
 # OUT_DIR; done stages are skipped. Extra arguments go to the harness (python -m fairseq_plugins.bench.latency --help).
@@ -46,7 +48,7 @@ for split in $TEST_SPLITS; do
   name=$([ "$split" = test ] && echo "" || echo "-test2017")
   for bs in $BATCH_SIZES; do
     section=$SECTION_PREFIX$name-b$bs
-    log "latency of the demo pair on $split (batch $bs, $THREADS thread(s)) -> $DOC, section $section"
+    log "latency of $demo on $split (batch $bs, $THREADS thread(s)) -> $DOC, section $section"
     OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS "$PYTHON" -m fairseq_plugins.bench.latency \
       "$(relative "$OUT_DIR/data/bin")" --path "$demo/verifier.pt" --drafter-path "$demo/drafter.pt" \
       --source-lang en --target-lang de --gen-subset "$split" --remove-bpe sentencepiece --max-len-a 1.2 \

@@ -14,7 +14,7 @@
 #   4/6 sequential head (HEAD_UPDATES, 0: none): trained on the same distillation, the drafter frozen -> OUT/drafter-head/drafter.pt
 #   5/6 SpecDec++ drafter (SPECDEC_PP=1): the verifier's beam-PP_BEAM translations, the block drafter fine-tuned
 #       on them -> OUT/drafter-beam/checkpoint_last.pt
-#   6/6 latency / BLEU of every decoder on test, batch 1 -> OUT/results/latency-test.{md,png,json}
+#   6/6 latency / BLEU of every decoder on test, batch 1 -> OUT/results/latency-test.{md,png,json} (BENCH=0: none)
 # Every missing input is named in ONE error line before anything runs. Variables of the stage scripts
 # (MAX_UPDATE, STOP_TIME_HOURS, MAX_TOKENS, NGPUS, DECODERS, THREADS...) pass through; extra
 # arguments go to the latency harness (e.g. --max-len-b 200).
@@ -40,6 +40,7 @@ main() {
   HEAD_UPDATES=${HEAD_UPDATES:-3000}      # a sequential head on the block drafter (stage 4); 0: none
   SPECDEC_PP=${SPECDEC_PP:-1}             # 1: a drafter for SpecDec++ from the verifier's beam search (stage 5)
   PP_BEAM=${PP_BEAM:-5}; PP_MAX_UPDATE=${PP_MAX_UPDATE:-3000}
+  BENCH=${BENCH:-1}                       # 0: stop after the drafters (no latency stage)
   if [ "$DRY_RUN" = 1 ]; then
     MORE_SOURCES=${DRY_MORE_SOURCES:-1}; HEAD_UPDATES=$((HEAD_UPDATES < 20 ? HEAD_UPDATES : 20)); PP_MAX_UPDATE=10
   fi
@@ -74,6 +75,7 @@ main() {
       specdecpp_drafter "$PP_BEAM" "$block_drafter" "$OUT/drafter-beam" "$OUT/drafter-beam/training.done"
     decoders=${decoders:-$(default_decoders "$OUT/drafter-beam/checkpoint_last.pt")}
   else log "5/6 no SpecDec++ drafter (SPECDEC_PP=0)"; fi
+  if [ "$BENCH" = 0 ]; then log "6/6 no latency table (BENCH=0)"; return; fi
   log "6/6 latency and BLEU of every decoder on $SUBSET (batch 1, $DEVICE)"
   if all_exist "$results.md"; then log "latency table exists: $results.md"; cat "$results.md"
   else   # the harness prints the table

@@ -50,3 +50,27 @@ def test_multi30k_recipe_dry_run(tmp_path):
                            env={**env, "DECODERS": f"{default_decoders()},oracle,bound"},
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
     assert rerun.returncode == 0 and "fairseq_cli.train" not in rerun.stdout  # every stage skipped
+
+
+@pytest.mark.slow
+def test_multi30k_base_recipe_dry_run(tmp_path):
+    """recipes/multi30k-base.sh in DRY_RUN mode: data, verifier, its average exported, bring-your-own-model's
+    drafters (no latency stage of its own), the pair laid out as checkpoints/demo, and its table in DOC. The
+    smallest sizes that still run each stage (the stages themselves: test_byo_recipe.py)."""
+    env = {**os.environ, "DRY_RUN": "1", "OUT": str(tmp_path), "PYTHONPATH": str(REPO), "MULTI30K_DIR": str(MULTI30K),
+           "DRY_MAX_EPOCH": "2", "HEAD_UPDATES": "5", "DRY_MORE_SOURCES": "0", "BATCH_SIZES": "1",
+           "DECODERS": "greedy,specdec,specdec++:drafter_path=" + str(tmp_path / "pair" / "drafter-beam5.pt")}
+    proc = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-base.sh"), "--no-ctranslate2"], env=env,
+                          text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    for stage in ("1/5 data", "2/5 Transformer-base verifier", "4/6 sequential head", "5/6 SpecDec++ drafter",
+                  "6/6 no latency table (BENCH=0)", "5/5 latency tables"):
+        assert stage in proc.stdout
+    assert sorted(path.name for path in (tmp_path / "pair").iterdir()) == [
+        "dict.de.txt", "dict.en.txt", "drafter-beam5.pt", "drafter.pt", "sentencepiece.model", "verifier.pt"]
+    assert not (tmp_path / "byo" / "results").exists()
+    table = (tmp_path / "benchmarks.md").read_text()
+    assert "<!-- bench:base-cpu-b1 -->" in table and "base-cpu-b32" not in table
+    rows = dict(re.findall(r"^\| (\S+) \| 1 \| .* \| (\d+) \|$", table, re.M))  # row -> outputs that differ from greedy
+    assert rows.get("greedy") == "0" and rows.get("specdec") == "0", table  # the exported shared-encoder drafter runs
+    assert any(row.startswith("specdec++:drafter_path=") for row in rows), table

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The Multi30k en->de pair at the SpecDec paper's verifier size, end to end; rerun the same command after a stop
+# (the verifier resumes from its last save, every finished stage is skipped):
+#   1/5 data: recipes/data/prepare-multi30k.sh into DATA_DIR (the one recipes/multi30k-cpu.sh uses)
+#   2/5 verifier: Transformer-base, 6+6 x 512 (recipes/settings/multi30k-base-verifier.sh), 30 epochs
+#   3/5 its last NUM_AVG epochs averaged and exported with float16-number weights -> OUT/pair/verifier.pt
+#   4/5 bring-your-own-model.sh's drafters for it: the block drafter on its greedy distillation (with MORE_SOURCES
+#       passes of word-substituted sources), its sequential head, SpecDec++'s drafter fine-tuned on beam-5
+#       translations -> OUT/pair/drafter.pt and OUT/pair/drafter-beam5.pt (float16-number weights), beside the
+#       sentencepiece model and dictionaries: OUT/pair is laid out as checkpoints/demo
+#   5/5 the latency tables: recipes/benchmark-demo.sh on OUT/pair, every row side by side on test2016 at batch 1
+#       and 32, one thread -> DOC (docs/benchmarks.md), sections base-cpu-b1 and base-cpu-b32
+#   bash recipes/multi30k-base.sh                # on one CPU core: the verifier ~9 h, the drafters longer
+#   DEVICE=cuda bash recipes/multi30k-base.sh    # trains on a GPU (float16; the paper's 6+6 drafter), times on CPU
+#   DRY_RUN=1 OUT=/tmp/base bash recipes/multi30k-base.sh   # every stage on a tiny slice and tiny models
+# Extra arguments go to the latency harness (e.g. --device cuda, with SECTION_PREFIX=base-gpu).
+# shellcheck source-path=SCRIPTDIR
+set -euo pipefail
+main() {
+  . "$(dirname "$0")/lib/common.sh"
+  OUT=${OUT:-$RUNS/multi30k-base}
+  DATA_DIR=${DATA_DIR:-$([ "$DRY_RUN" = 1 ] && echo "$OUT/data" || echo "$RUNS/multi30k")}
+  DEVICE=${DEVICE:-cpu}                   # cpu | cuda: where the models train
+  NUM_AVG=${NUM_AVG:-5}; [ "$DRY_RUN" = 1 ] && NUM_AVG=2
+  DRAFTER_SETTING=${DRAFTER_SETTING:-$([ "$DEVICE" = cuda ] && echo paper-drafter-table7 || echo small-drafter)}
+  BATCH_SIZES=${BATCH_SIZES:-1 32}; TEST_SPLITS=${TEST_SPLITS:-test}
+  SECTION_PREFIX=${SECTION_PREFIX:-base-cpu}
+  DOC=${DOC:-$([ "$DRY_RUN" = 1 ] && echo "$OUT/benchmarks.md" || echo "$REPO/docs/benchmarks.md")}
+  case $DEVICE in cpu | cuda) ;; *) die "DEVICE must be cpu or cuda, not $DEVICE" ;; esac
+  need_fairseq
+  OUT=$(abspath "$OUT"); DATA_DIR=$(abspath "$DATA_DIR")
+  local pair=$OUT/pair byo=$OUT/byo
+
+  log "1/5 data -> $DATA_DIR"
+  OUT_DIR=$DATA_DIR bash "$REPO/recipes/data/prepare-multi30k.sh"
+  log "2/5 Transformer-base verifier ($DEVICE) -> $OUT/verifier"
+  log "3/5 its last $NUM_AVG epochs averaged, float16-number weights -> $pair/verifier.pt"
+  if all_exist "$pair/verifier.pt"; then log "verifier exported already: $pair/verifier.pt"
+  else train_verifier "$OUT/verifier" "$pair/verifier.pt"; fi
+  log "4/5 drafters ($DRAFTER_SETTING) by recipes/bring-your-own-model.sh -> $byo, $pair"
+  if all_exist "$pair/drafter.pt" "$pair/drafter-beam5.pt"; then log "drafters exported already: $pair"
+  else train_drafters "$pair" "$byo"; fi
+  log "5/5 latency tables -> $DOC (sections $SECTION_PREFIX-b*)"
+  DEMO=$pair MULTI30K_DIR=$DATA_DIR/raw OUT_DIR=$OUT/benchmark BATCH_SIZES=$BATCH_SIZES TEST_SPLITS=$TEST_SPLITS \
+    SECTION_PREFIX=$SECTION_PREFIX DOC=$DOC bash "$REPO/recipes/benchmark-demo.sh" "$@" > /dev/null
+  log "done: $pair, $DOC"
+}
+
+# train_verifier SAVE_DIR EXPORT: the verifier (resumes from SAVE_DIR's last save), its average, the export
+train_verifier() {
+  local cpu=1 fp16=0 avg=$1/checkpoint_avg$NUM_AVG.pt
+  [ "$DEVICE" = cuda ] && { cpu=0; fp16=1; }
+  SETTING=multi30k-base-verifier DATA=$DATA_DIR/bin SAVE_DIR=$1 CPU=$cpu FP16=$fp16 bash "$REPO/recipes/train-at.sh"
+  training_finished "$1/checkpoint_last.pt" \
+    || { log "the verifier stopped before its last epoch (STOP_TIME_HOURS?): run the same command again"; exit 0; }
+  SAVE_DIR=$1 NUM_AVG=$NUM_AVG OUTPUT=$avg bash "$REPO/recipes/average-checkpoints.sh"
+  mkdir -p "$(dirname "$2")"
+  "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$avg" "$2.part" --fp16
+  mv "$2.part" "$2"
+}
+
+# training_finished CHECKPOINT: whether fairseq-train ran past its last epoch or update (not stopped by time)
+training_finished() {
+  "$PYTHON" - "$1" << 'EOF'
+import sys
+import torch
+state = torch.load(sys.argv[1], map_location="cpu", weights_only=False)
+limits, epoch = state["cfg"]["optimization"], state["extra_state"]["train_iterator"]["epoch"]
+updates = state["optimizer_history"][-1]["num_updates"]
+sys.exit(0 if 0 < limits["max_epoch"] < epoch or 0 < limits["max_update"] <= updates else 1)
+EOF
+}
+
+# train_drafters PAIR BYO_OUT: bring-your-own-model.sh's stages 1-5 on PAIR/verifier.pt, then PAIR laid out as
+# checkpoints/demo (the drafters exported with float16-number weights, the sentencepiece model, the dictionaries)
+train_drafters() {
+  local pair=$1 byo=$2
+  VERIFIER=$pair/verifier.pt SPM_MODEL=$DATA_DIR/spm/spm.model DICT_DIR=$DATA_DIR/bin RAW=$DATA_DIR/raw \
+    SRC=en TGT=de OUT=$byo DEVICE=$DEVICE DRAFTER_SETTING=$DRAFTER_SETTING BENCH=0 \
+    bash "$REPO/recipes/bring-your-own-model.sh"
+  local drafter=$byo/drafter-head/drafter.pt
+  [ "${HEAD_UPDATES:-1}" = 0 ] && drafter=$byo/drafter/checkpoint_best.pt
+  "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$byo/drafter-beam/checkpoint_last.pt" \
+    "$pair/drafter-beam5.pt" --fp16
+  "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$drafter" "$pair/drafter.pt.part" --fp16
+  cp "$DATA_DIR/spm/spm.model" "$pair/sentencepiece.model"
+  cp "$DATA_DIR/bin/dict.en.txt" "$DATA_DIR/bin/dict.de.txt" "$pair/"
+  mv "$pair/drafter.pt.part" "$pair/drafter.pt"
+}
+
+main "$@"
+exit
