@@ -223,6 +223,14 @@ def drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
         / "checkpoint_last.pt"
 
 
+@pytest.fixture(scope="session")
+def shared_drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
+    """A tiny block drafter (k = 4) trained 120 updates from ``tiny_checkpoint``, sharing its encoder."""
+    return built_once(tmp_path_factory, "shared_drafter",
+                      lambda save: train_drafter(reverse_data, tiny_checkpoint, save, shared_encoder=True)) \
+        / "checkpoint_last.pt"
+
+
 GEC_FIXTURES = REPO / "tests" / "fixtures" / "gec"
 
 

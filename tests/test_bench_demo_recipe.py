@@ -1,6 +1,6 @@
-"""recipes/benchmark-demo.sh in its quick mode (DRY_RUN=1): the local Multi30k copy prepared with the demo
-pair's own sentencepiece model and dictionaries, then a table per batch size written into its section of a
-document, the prose around it kept."""
+"""recipes/benchmark-demo.sh in its quick mode (DRY_RUN=1): a few Multi30k lines (tests/fixtures/multi30k)
+prepared with the demo pair's own sentencepiece model and dictionaries, then a table per batch size written into
+its section of a document, the prose around it kept."""
 import os
 import re
 import subprocess
@@ -9,7 +9,7 @@ import pytest
 
 from conftest import REPO
 
-MULTI30K_RAW = REPO.parent / "shared" / "data" / "multi30k" / "raw"  # the recipe's default MULTI30K_DIR
+MULTI30K_RAW = REPO / "tests" / "fixtures" / "multi30k" / "raw"  # a few Multi30k lines of each split
 INT8 = ["greedy:verifier_matmul=int8", "specdec:verifier_matmul=int8", "iad:verifier_matmul=int8"]
 ROWS = ["beam1", "greedy", "beam5", "specdec", "specdec++:drafter_path=checkpoints/demo/drafter-beam5.pt", "iad",
         "jacobi", "gs-jacobi", "oracle", "bound", "drafter-only", *INT8, "beam1 float32 (ctranslate2)",
@@ -18,14 +18,14 @@ LOSSLESS = ["greedy", "specdec", "iad", "jacobi", "gs-jacobi", "oracle", "bound"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (MULTI30K_RAW / "test_2016_flickr.en").exists(), reason="no local Multi30k copy")
 @pytest.mark.skipif(not (REPO / "checkpoints" / "demo" / "drafter-beam5.pt").exists(), reason="no demo pair")
 def test_demo_benchmark_quick_mode_writes_a_section_per_batch_size(tmp_path):
     pytest.importorskip("ctranslate2")
     doc = tmp_path / "benchmarks.md"
     doc.write_text("# Benchmarks\n\nProse.\n\n<!-- bench:demo-cpu-b1 -->\nold\n<!-- /bench:demo-cpu-b1 -->\n\nMore prose.\n")
     env = {**os.environ, "DRY_RUN": "1", "OUT_DIR": str(tmp_path / "out"), "DOC": str(doc), "MAX_SENTENCES": "4",
-           "WARMUP": "0", "BATCH_SIZES": "1 2", "PYTHONPATH": str(REPO)}
+           "WARMUP": "0", "BATCH_SIZES": "1 2", "PYTHONPATH": str(REPO),
+           "MULTI30K_DIR": str(MULTI30K_RAW)}
     proc = subprocess.run(["bash", str(REPO / "recipes" / "benchmark-demo.sh"), "--rounds", "1"], env=env, cwd=REPO,
                           text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:]

@@ -27,11 +27,6 @@ def test_specdec_equals_greedy_through_fairseq_generate(reverse_data, tiny_check
     assert "beam=1" in specdec.stdout  # the BLEU line does not claim beam=5
 
 
-@pytest.fixture(scope="module")
-def shared_drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
-    return train_drafter(reverse_data, tiny_checkpoint, tmp_path_factory.mktemp("shared_drafter"), shared_encoder=True)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1, 5])
 def test_cuda_graph_steps_equal_greedy_through_fairseq_generate(reverse_data, tiny_checkpoint, shared_drafter,
@@ -47,8 +42,9 @@ def test_cuda_graph_steps_equal_greedy_through_fairseq_generate(reverse_data, ti
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("drafter_fixture", ["drafter", "shared_drafter"])
-def test_fp16_exported_pair_equals_greedy(reverse_data, tiny_checkpoint, drafter_fixture, request, tmp_path):
+@pytest.mark.parametrize("drafter_fixture, batch_sizes", [("drafter", (1, 5)), ("shared_drafter", (5,))])
+def test_fp16_exported_pair_equals_greedy(reverse_data, tiny_checkpoint, drafter_fixture, batch_sizes, request,
+                                          tmp_path):
     """A pair exported with ``export_checkpoint --fp16`` (weights that are float16 numbers, loaded
     as float32): the defaults store them as float16 in the verifier's and the drafter's products
     (linears.HalfWeightLinears), and the output is still ``--beam 1``'s on that checkpoint. The export
@@ -58,7 +54,7 @@ def test_fp16_exported_pair_equals_greedy(reverse_data, tiny_checkpoint, drafter
     verifier, small_drafter = tmp_path / "verifier.pt", tmp_path / "drafter.pt"
     export(tiny_checkpoint, verifier, fp16=True)
     export(request.getfixturevalue(drafter_fixture), small_drafter, fp16=True)
-    for batch_size in (1, 5):
+    for batch_size in batch_sizes:
         common = ["--path", verifier, "--gen-subset", "test", "--batch-size", batch_size, "--max-len-b", 30]
         greedy = run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout
         specdec = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, "--drafter-path", small_drafter,
