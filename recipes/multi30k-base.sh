@@ -34,7 +34,6 @@ main() {
   log "1/5 data -> $DATA_DIR"
   OUT_DIR=$DATA_DIR bash "$REPO/recipes/data/prepare-multi30k.sh"
   log "2/5 Transformer-base verifier ($DEVICE) -> $OUT/verifier"
-  log "3/5 its last $NUM_AVG epochs averaged, float16-number weights -> $pair/verifier.pt"
   if all_exist "$pair/verifier.pt"; then log "verifier exported already: $pair/verifier.pt"
   else train_verifier "$OUT/verifier" "$pair/verifier.pt"; fi
   log "4/5 drafters ($DRAFTER_SETTING) by recipes/bring-your-own-model.sh -> $byo, $pair"
@@ -53,6 +52,7 @@ train_verifier() {
   SETTING=multi30k-base-verifier DATA=$DATA_DIR/bin SAVE_DIR=$1 CPU=$cpu FP16=$fp16 bash "$REPO/recipes/train-at.sh"
   training_finished "$1/checkpoint_last.pt" \
     || { log "the verifier stopped before its last epoch (STOP_TIME_HOURS?): run the same command again"; exit 0; }
+  log "3/5 its last $NUM_AVG epochs averaged, float16-number weights -> $2"
   SAVE_DIR=$1 NUM_AVG=$NUM_AVG OUTPUT=$avg bash "$REPO/recipes/average-checkpoints.sh"
   mkdir -p "$(dirname "$2")"
   "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$avg" "$2.part" --fp16
@@ -79,7 +79,7 @@ train_drafters() {
     SRC=en TGT=de OUT=$byo DEVICE=$DEVICE DRAFTER_SETTING=$DRAFTER_SETTING BENCH=0 \
     bash "$REPO/recipes/bring-your-own-model.sh"
   local drafter=$byo/drafter-head/drafter.pt
-  [ "${HEAD_UPDATES:-1}" = 0 ] && drafter=$byo/drafter/checkpoint_best.pt
+  [ "${HEAD_UPDATES:-1}" = 0 ] && drafter=$byo/drafter/${DRAFTER_CHECKPOINT:-checkpoint_best.pt}
   "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$byo/drafter-beam/checkpoint_last.pt" \
     "$pair/drafter-beam5.pt" --fp16
   "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$drafter" "$pair/drafter.pt.part" --fp16

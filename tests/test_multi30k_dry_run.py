@@ -63,8 +63,8 @@ def test_multi30k_base_recipe_dry_run(tmp_path):
     proc = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-base.sh"), "--no-ctranslate2"], env=env,
                           text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:]
-    for stage in ("1/5 data", "2/5 Transformer-base verifier", "4/6 sequential head", "5/6 SpecDec++ drafter",
-                  "6/6 no latency table (BENCH=0)", "5/5 latency tables"):
+    for stage in ("1/5 data", "2/5 Transformer-base verifier", "3/5 its last 2 epochs averaged", "4/6 sequential head",
+                  "5/6 SpecDec++ drafter", "6/6 no latency table (BENCH=0)", "5/5 latency tables"):
         assert stage in proc.stdout
     assert sorted(path.name for path in (tmp_path / "pair").iterdir()) == [
         "dict.de.txt", "dict.en.txt", "drafter-beam5.pt", "drafter.pt", "sentencepiece.model", "verifier.pt"]
