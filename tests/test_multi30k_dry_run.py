@@ -1,4 +1,4 @@
-"""recipes/multi30k-cpu.sh in DRY_RUN mode: every stage (data, verifier, averaging,
+"""recipes/multi30k-cpu.sh and recipes/multi30k-base.sh in DRY_RUN mode: every stage (data, verifier, averaging,
 distillation, drafter, its head, the SpecDec++ drafter, latency table) runs on the few Multi30k sentence pairs
 of tests/fixtures/multi30k."""
 import os
@@ -6,6 +6,7 @@ import re
 import subprocess
 
 import pytest
+import torch
 
 from conftest import REPO
 
@@ -69,6 +70,10 @@ def test_multi30k_base_recipe_dry_run(tmp_path):
     assert sorted(path.name for path in (tmp_path / "pair").iterdir()) == [
         "dict.de.txt", "dict.en.txt", "drafter-beam5.pt", "drafter.pt", "sentencepiece.model", "verifier.pt"]
     assert not (tmp_path / "byo" / "results").exists()
+    head = torch.load(tmp_path / "pair" / "drafter.pt", map_location="cpu", weights_only=False)
+    assert any("sequential_head" in name for name in head["model"]), "the shipped drafter has no head"
+    beam = torch.load(tmp_path / "byo" / "drafter-beam" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    assert beam["cfg"]["task"]["data"] == str(tmp_path / "byo" / "distilled-beam5" / "bin")  # beam-5 targets
     table = (tmp_path / "benchmarks.md").read_text()
     assert "<!-- bench:base-cpu-b1 -->" in table and "base-cpu-b32" not in table
     rows = dict(re.findall(r"^\| (\S+) \| 1 \| .* \| (\d+) \|$", table, re.M))  # row -> outputs that differ from greedy
