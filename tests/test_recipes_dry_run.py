@@ -107,7 +107,8 @@ def stub_bin(tmp_path):
     for name in ("fairseq-train", "torchrun"):
         (stub / name).write_text(f'#!/usr/bin/env bash\necho {name} "$@"\n')
         (stub / name).chmod(0o755)
-    (stub / "python-with-fairseq").write_text("#!/usr/bin/env bash\n[ \"$*\" = '-c import torch, fairseq' ]\n")
+    # a PYTHON that passes need_fairseq's look-up of torch and fairseq, and nothing else
+    (stub / "python-with-fairseq").write_text('#!/usr/bin/env bash\ncase "$*" in *find_spec*) ;; *) exit 1 ;; esac\n')
     (stub / "python-with-fairseq").chmod(0o755)
     return stub
 

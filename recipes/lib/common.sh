@@ -39,9 +39,11 @@ last_option() {
   echo "$value"
 }
 
-# need_fairseq: die in one line unless PYTHON imports torch and fairseq (the README install's environment)
+# need_fairseq: die in one line unless PYTHON finds torch and fairseq (the README install's environment). It looks
+# them up without importing them: an import costs ~3 s, and every training recipe checks
 need_fairseq() {
-  "$PYTHON" -c 'import torch, fairseq' 2> /dev/null \
+  "$PYTHON" -c 'import importlib.util as u, sys; sys.exit(not (u.find_spec("torch") and u.find_spec("fairseq")))' \
+    2> /dev/null \
     || die "$PYTHON cannot import torch and fairseq: activate the environment of the README install (bash install.sh)"
 }
 
