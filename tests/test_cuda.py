@@ -115,11 +115,6 @@ CLI_DECODERS = [  # the drafter (--drafter-path) is added to the specdec ones: t
 ]
 
 
-@pytest.fixture(scope="module")
-def cuda_drafter(reverse_data, tiny_checkpoint, tmp_path_factory):
-    return train_drafter(reverse_data, tiny_checkpoint, tmp_path_factory.mktemp("cuda_drafter"), shared_encoder=True)
-
-
 def greedy_and_each_decoder(data, checkpoint, drafter, batch_size, *precision):
     """fairseq-generate on the GPU: ({id: --beam 1 hypothesis}, [{id: hypothesis} of each CLI_DECODERS])."""
     common = [data, "--path", checkpoint, "--gen-subset", "test", "--batch-size", batch_size, "--max-len-b", 30, *precision]
@@ -132,33 +127,33 @@ def greedy_and_each_decoder(data, checkpoint, drafter, batch_size, *precision):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1, 32])
-def test_fairseq_generate_on_cuda_equals_beam1(reverse_data, tiny_checkpoint, cuda_drafter, batch_size):
+def test_fairseq_generate_on_cuda_equals_beam1(reverse_data, tiny_checkpoint, shared_drafter, batch_size):
     """float32 on the GPU: every decoder's output is --beam 1's, token for token."""
-    greedy, outputs = greedy_and_each_decoder(reverse_data, tiny_checkpoint, cuda_drafter, batch_size)
+    greedy, outputs = greedy_and_each_decoder(reverse_data, tiny_checkpoint, shared_drafter, batch_size)
     for decoder, ours in zip(CLI_DECODERS, outputs):
         assert ours == greedy, decoder
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1, 32])
-def test_fairseq_generate_fp16_stays_close_to_fp16_beam1(reverse_data, tiny_checkpoint, cuda_drafter, batch_size):
+def test_fairseq_generate_fp16_stays_close_to_fp16_beam1(reverse_data, tiny_checkpoint, shared_drafter, batch_size):
     """float16: a block of k+1 tokens and k+1 single-token steps may round differently, so a
     near-tie can go the other way (measured on the Multi30k pair: 1 sentence in 60-128 for
     block-verifying rows, README); every decoder stays within 1 of 8 sentences of --fp16 --beam 1."""
-    greedy, outputs = greedy_and_each_decoder(reverse_data, tiny_checkpoint, cuda_drafter, batch_size, "--fp16")
+    greedy, outputs = greedy_and_each_decoder(reverse_data, tiny_checkpoint, shared_drafter, batch_size, "--fp16")
     for decoder, ours in zip(CLI_DECODERS, outputs):
         assert ours.keys() == greedy.keys()
         assert sum(ours[i] != greedy[i] for i in greedy) <= len(greedy) // 8, decoder
 
 
 @pytest.mark.slow
-def test_latency_harness_on_cuda(reverse_data, tiny_checkpoint, cuda_drafter, tmp_path):
+def test_latency_harness_on_cuda(reverse_data, tiny_checkpoint, shared_drafter, tmp_path):
     """The harness times CUDA rows (synchronised), sweeps batch sizes and names the GPU."""
     import json
 
     from fairseq_plugins.bench import latency
 
-    latency.main([str(reverse_data), "--path", str(tiny_checkpoint), "--drafter-path", str(cuda_drafter),
+    latency.main([str(reverse_data), "--path", str(tiny_checkpoint), "--drafter-path", str(shared_drafter),
                   "--decoders", "beam1,specdec,iad,oracle,bound", "--device", "cuda", "--max-len-b", "30",
                   "--warmup", "2", "--rounds", "2", "--batch-sizes", "1,8", "--no-ctranslate2", "--no-progress-bar",
                   "--out-json", str(tmp_path / "gpu.json")])
