@@ -89,6 +89,7 @@ def test_specdec_interactive_with_empty_line(reverse_data, tiny_checkpoint, draf
     (["--cuda-graphs", "on"], "--cuda-graphs on: the drafter runs its own encoder (trained without "
                               "--share-verifier-encoder)"),
     (["--cuda-graphs", "sometimes"], "invalid choice: 'sometimes'"),
+    (["--retain-dropout"], "--decoding specdec does not support: --retain-dropout"),
 ])
 def test_bad_options_are_one_line_errors(reverse_data, tiny_checkpoint, drafter, extra, message):
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--drafter-path", drafter,
@@ -152,3 +153,44 @@ def test_drafter_trained_elsewhere_with_another_dictionary_is_a_one_line_error(r
                    "--decoding", "specdec", "--gen-subset", "test", check=False)
     assert proc.returncode != 0
     assert "does not fit the verifier's dictionaries" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+
+
+def alignments(output):
+    """{sentence id: its A- line's text} from fairseq-generate's output."""
+    return {int(m.group(1)): m.group(2) for m in re.finditer(r"^A-(\d+)\t(.*)$", output, re.M)}
+
+
+def soft_rows(text):
+    """A soft alignment line -> its source probabilities, one row per output token, as one flat list, and the
+    rows' lengths."""
+    rows = [[float(p) for p in row.split(",")] for row in text.split()]
+    return [p for row in rows for p in row], [len(row) for row in rows]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind, decoding, batch_size", [("hard", "specdec", 5), ("soft", "iad", 1)])
+def test_print_alignment_equals_stock_greedys(reverse_data, tiny_checkpoint, drafter, kind, decoding, batch_size):
+    """--print-alignment with a plugin decoder: stock greedy's alignments (hard: the same pairs; soft: the same
+    probabilities up to rounding), from a teacher-forced pass of the verifier over the finished outputs."""
+    common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--batch-size", batch_size, "--max-len-b", 30,
+              "--print-alignment", kind]
+    stock = run_cli("fairseq-generate", reverse_data, *common, "--beam", 1).stdout
+    drafting = ["--drafter-path", drafter] if decoding == "specdec" else []
+    ours = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, "--decoding", decoding, *drafting).stdout
+    assert tokens_only(ours) == tokens_only(stock) and len(alignments(stock)) == 24
+    if kind == "hard":
+        assert alignments(ours) == alignments(stock) and all(alignments(stock).values())
+    else:
+        for i, text in alignments(stock).items():
+            (mine, my_shape), (theirs, shape) = soft_rows(alignments(ours)[i]), soft_rows(text)
+            assert my_shape == shape and mine == pytest.approx(theirs, abs=2e-6)
+
+
+@pytest.mark.slow
+def test_score_reference_scores_the_references(reverse_data, tiny_checkpoint):
+    """--score-reference replaces the search with fairseq's scorer, whatever --decoding says (as it does --beam)."""
+    common = ["--path", tiny_checkpoint, "--gen-subset", "test", "--score-reference"]
+    stock = run_cli("fairseq-generate", reverse_data, *common).stdout
+    ours = run_cli("fairseq-generate", reverse_data, *PLUGIN, *common, "--decoding", "greedy")
+    assert re.findall(r"^[HP]-.*$", ours.stdout, re.M) == re.findall(r"^[HP]-.*$", stock, re.M)
+    assert len(hypotheses(stock)) == 24 and "--decoding greedy is not used" in ours.stderr

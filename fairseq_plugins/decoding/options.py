@@ -116,6 +116,7 @@ UNSUPPORTED = {
     "temperature": (1.0, "--temperature != 1"),
     "diverse_beam_groups": (-1, "--diverse-beam-groups"),
     "diversity_rate": (-1.0, "--diversity-rate"),
+    "retain_dropout": (False, "--retain-dropout"),
 }
 
 

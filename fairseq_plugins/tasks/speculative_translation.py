@@ -1,6 +1,7 @@
 """``--task speculative_translation``: fairseq's translation task plus the options of
 the plugin's decoders; ``build_generator()`` dispatches on ``--decoding``."""
 import dataclasses
+import logging
 import re
 from dataclasses import field
 
@@ -9,10 +10,13 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_plugins.decoding import options
+from fairseq_plugins.decoding.alignment import with_alignments
 from fairseq_plugins.decoding.core import SpeculativeGenerator
 from fairseq_plugins.decoding.registry import DECODERS, decoder_names, option_fields
 from fairseq_plugins.training.cpu_autocast import CPU_AUTOCAST, CpuAutocastTraining, cpu_autocast_field
 from fairseq_plugins_compat.errors import PluginError
+
+logger = logging.getLogger(__name__)
 
 DECODING_HELP = "decoding algorithm: beam: fairseq's own search (--beam N); " + "; ".join(
     f"{entry.name}: {entry.help}" for entry in DECODERS.values()
@@ -65,7 +69,9 @@ class SpeculativeTranslationTask(CpuAutocastTraining, TranslationTask):
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
         decoding = str(getattr(args, "decoding", None) or self.cfg.decoding)
         options.check_models_device(models)  # fp16 on CPU: one line for every decoding, beam included
-        if decoding == "beam":
+        if decoding == "beam" or getattr(args, "score_reference", False):
+            if decoding != "beam":  # as fairseq's --beam N: scoring the references replaces the search
+                logger.info(f"--score-reference: the references are scored; --decoding {decoding} is not used")
             return super().build_generator(models, args, seq_gen_cls, extra_gen_cls_kwargs, **kwargs)
         if decoding not in DECODERS:
             raise PluginError(f"unknown decoding {decoding!r}; choose from {', '.join(decoder_names())}")
@@ -73,4 +79,5 @@ class SpeculativeTranslationTask(CpuAutocastTraining, TranslationTask):
         options.check_unused_options(self.cfg, entry, option_fields())
         opts = entry.read_options(self.cfg)
         options.check_block_size(getattr(opts, "block_size", None))  # before a builder's `or default`
-        return entry.build(self, models, args, opts)
+        generator = entry.build(self, models, args, opts)
+        return with_alignments(generator, models[0], self.target_dictionary, getattr(args, "print_alignment", None))
