@@ -6,7 +6,7 @@ turns it into an alignment with ``fairseq.utils.extract_hard_alignment`` (or ``_
 decoders choose tokens in blocks with lean layers that compute no attention weights, so the same
 attention is computed afterwards by one teacher-forced pass of the verifier (a fairseq model) over each
 finished output: the same numbers up to floating-point rounding, turned into alignments by the same
-fairseq functions.  Only when asked for: the pass costs about what the encoder does.
+fairseq functions.  Only when asked for: it is one more pass of the verifier per batch.
 """
 from typing import List
 
@@ -33,7 +33,6 @@ class AlignedGenerator:
         hypos = [hypo for sentence in finalized for hypo in sentence[:1]]
         if len(hypos) != len(finalized):  # a sentence without a hypothesis: nothing to align it with
             return finalized
-        src_tokens = sample["net_input"]["src_tokens"]
         for hypo, attn, src, tgt in zip(hypos, *self.attention(sample, [h["tokens"] for h in hypos])):
             hypo["attention"] = attn.t()  # (S, T) as fairseq's
             hypo["alignment"] = self.extract(attn, src, tgt, self.pad, self.eos)
