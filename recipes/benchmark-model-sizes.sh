@@ -5,6 +5,7 @@
 # a drafter that always drafts greedy's next k tokens; `bound`: one teacher-forced pass of the same verifier).
 #   bash recipes/benchmark-model-sizes.sh                 # sections sizes-cpu-base-b1 and sizes-cpu-big-b1
 #   ARCHS=transformer_wmt_en_de MAX_SENTENCES=20 bash recipes/benchmark-model-sizes.sh
+#   SECTION_PREFIX=sizes-xeon bash recipes/benchmark-model-sizes.sh   # sections sizes-xeon-base-b1, ... (another CPU)
 # Needs the data of recipes/benchmark-demo.sh (run it first; DATA= for another binarized folder with a joined
 # dictionary). Each model: one fairseq-train update at a learning rate of ~0 (a fairseq checkpoint of that
 # architecture with its initial weights), exported with float16-number weights as the demo pair is.
@@ -21,6 +22,7 @@ ROUNDS=${ROUNDS:-5}
 DECODERS=${DECODERS:-beam1,greedy,oracle,bound}
 CT2_COMPUTE_TYPES=${CT2_COMPUTE_TYPES:-float32,int8}
 DOC=${DOC:-$REPO/docs/benchmarks.md}
+SECTION_PREFIX=${SECTION_PREFIX:-sizes-cpu}   # sections SECTION_PREFIX-base-b1, SECTION_PREFIX-big-b1
 need_fairseq
 check_inputs "DATA/dict.en.txt=$DATA/dict.en.txt" "DATA/test.en-de.en.bin=$DATA/test.en-de.en.bin"
 
@@ -38,7 +40,7 @@ for arch in $ARCHS; do
       --save-dir "$OUT_DIR/$name" --no-epoch-checkpoints --log-format simple --seed 1 >&2
     "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$OUT_DIR/$name/checkpoint_last.pt" "$model" --fp16 >&2
   fi
-  section=sizes-cpu-$name-b1
+  section=$SECTION_PREFIX-$name-b1
   log "latency at $arch size ($MAX_SENTENCES sentences, batch 1, $THREADS thread(s)) -> $DOC, section $section"
   OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS "$PYTHON" -m fairseq_plugins.bench.latency "$(relative "$DATA")" \
     --path "$(relative "$model")" --source-lang en --target-lang de --gen-subset test --remove-bpe sentencepiece \
