@@ -268,6 +268,16 @@ def test_option_errors_and_percentile():
 
 
 @pytest.mark.slow
+def test_every_decoder_skipped_is_one_line(reverse_data, tiny_checkpoint):
+    """Only specdec asked for, and no drafter: an error, not a run of CTranslate2's rows alone."""
+    proc = subprocess.run([sys.executable, "-m", "fairseq_plugins.bench.latency", str(reverse_data), "--path",
+                           str(tiny_checkpoint), "--gen-subset", "test", "--decoders", "specdec"],
+                          text=True, capture_output=True, timeout=300)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "nothing to time: specdec needs a block drafter checkpoint" in proc.stderr
+
+
+@pytest.mark.slow
 def test_a_split_the_data_lacks_is_one_line(reverse_data, tiny_checkpoint):
     proc = subprocess.run([sys.executable, "-m", "fairseq_plugins.bench.latency", str(reverse_data), "--path",
                            str(tiny_checkpoint), "--gen-subset", "tset", "--decoders", "beam1"],

@@ -436,6 +436,8 @@ def benchmark(args, extra) -> dict:
               for name, path in args.models.items()}
     harness = HarnessRun(args, engine, batches_by_size, ids, engine.references(ids), score=score, others=others)
     templates = fairseq_rows(harness, specs)
+    if specs and not templates:  # timing CTranslate2's rows alone is not what was asked for
+        raise PluginError("nothing to time: " + "; ".join(f"{s['decoder']} {s['reason']}" for s in harness.skipped))
     with ctranslate2_rows(harness) as ct2_templates:
         time_rows(harness, templates + ct2_templates)
     order = {spec.label: n for n, spec in enumerate(specs)}  # --decoders order (beam1 ran first), CTranslate2 last
