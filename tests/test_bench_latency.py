@@ -267,23 +267,25 @@ def test_option_errors_and_percentile():
     assert percentile([1, 2, 3, 4, 5], 50) == 3 and percentile([1, 2, 3, 4, 5], 90) == pytest.approx(4.6)
 
 
+def failed_harness_run(data, checkpoint, *args):
+    """stderr of a harness run that must fail with one error line (no traceback)."""
+    proc = subprocess.run([sys.executable, "-m", "fairseq_plugins.bench.latency", str(data), "--path", str(checkpoint),
+                           *args], text=True, capture_output=True, timeout=300)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return proc.stderr
+
+
 @pytest.mark.slow
 def test_every_decoder_skipped_is_one_line(reverse_data, tiny_checkpoint):
     """Only specdec asked for, and no drafter: an error, not a run of CTranslate2's rows alone."""
-    proc = subprocess.run([sys.executable, "-m", "fairseq_plugins.bench.latency", str(reverse_data), "--path",
-                           str(tiny_checkpoint), "--gen-subset", "test", "--decoders", "specdec"],
-                          text=True, capture_output=True, timeout=300)
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert "nothing to time: specdec needs a block drafter checkpoint" in proc.stderr
+    stderr = failed_harness_run(reverse_data, tiny_checkpoint, "--gen-subset", "test", "--decoders", "specdec")
+    assert "nothing to time: specdec needs a block drafter checkpoint" in stderr
 
 
 @pytest.mark.slow
 def test_a_split_the_data_lacks_is_one_line(reverse_data, tiny_checkpoint):
-    proc = subprocess.run([sys.executable, "-m", "fairseq_plugins.bench.latency", str(reverse_data), "--path",
-                           str(tiny_checkpoint), "--gen-subset", "tset", "--decoders", "beam1"],
-                          text=True, capture_output=True, timeout=300)
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert proc.stderr.strip().splitlines()[-1] == (
+    stderr = failed_harness_run(reverse_data, tiny_checkpoint, "--gen-subset", "tset", "--decoders", "beam1")
+    assert stderr.strip().splitlines()[-1] == (
         f"latency: error: --gen-subset tset: Dataset not found: tset ({reverse_data})")
 
 
