@@ -81,10 +81,34 @@ def verifier_choices(lprobs: Tensor, cum: Tensor):
     Returns:
         tokens (B, k+1) and their cumulative scores (B, k+1).
     """
+    if lprobs.device.type == "cpu" and lprobs.dtype == torch.float32 == cum.dtype:
+        unique = unique_choices_on_host(lprobs, cum)
+        if unique is not None:
+            return unique
     candidates = lprobs + cum.unsqueeze(-1)
     # k=2 as fairseq's beam search with beam 1: ties break the same way
     scores, tokens = candidates.topk(min(2, candidates.size(-1) - 1), dim=-1)
     return tokens[:, :, 0], scores[:, :, 0]
+
+
+def unique_choices_on_host(lprobs: Tensor, cum: Tensor):
+    """:func:`verifier_choices` without the (B, k+1, V) sum and top-k (~0.2 ms at 11 x 8,008 on a CPU, where numpy's
+    argmax and one comparison take ~0.02 ms), or None where a tie is possible.
+
+    Adding a score c rounds monotonically, so the largest sum is the largest log-prob's, and another token can
+    only tie with it after rounding when its log-prob is within about one unit in the last place of the sum: when no
+    row has a second log-prob that close, each row's argmax is top-k's first choice and its sum its score."""
+    values, offsets = lprobs.numpy(), cum.numpy()
+    best = values.argmax(-1)  # (B, k+1)
+    top = numpy.take_along_axis(values, best[..., None], -1)[..., 0]
+    scores = top + offsets  # float32, rounded as the tensor sum
+    if not numpy.isfinite(scores).all():
+        return None
+    ulp = numpy.maximum(numpy.spacing(numpy.abs(scores)), numpy.spacing(numpy.abs(top)))
+    near = values >= (top - 4 * ulp)[..., None]
+    if numpy.count_nonzero(near) != best.size:
+        return None
+    return torch.from_numpy(best), torch.from_numpy(scores)
 
 
 def leading_true(accepted: Tensor) -> Tensor:
