@@ -21,12 +21,15 @@ def assert_same_choices(lprobs, cum):
 
 
 @pytest.mark.parametrize("rows,columns", [(1, 1), (1, 11), (4, 6)])
-def test_choices_are_topk_first_on_random_log_probs(rows, columns):
+def test_shortcut_is_topk_first_on_random_log_probs(rows, columns):
     generator = torch.Generator().manual_seed(rows * 100 + columns)
     for _ in range(20):
         lprobs = torch.log_softmax(3 * torch.randn(rows, columns, 500, generator=generator), dim=-1)
         cum = -30 * torch.rand(rows, columns, generator=generator)
-        assert acceptance.unique_choices_on_host(lprobs, cum) is not None  # the shortcut itself ran
+        shortcut = acceptance.unique_choices_on_host(lprobs, cum)
+        assert shortcut is not None  # no near-tie in random log-probs: the shortcut answers
+        expected_tokens, expected_scores = topk_choices(lprobs, cum)
+        assert torch.equal(shortcut[0], expected_tokens) and torch.equal(shortcut[1], expected_scores)
         assert_same_choices(lprobs, cum)
 
 

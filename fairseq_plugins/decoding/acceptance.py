@@ -97,9 +97,10 @@ def unique_choices_on_host(lprobs: Tensor, cum: Tensor):
     and ~0.08 ms at one row where the top-k path takes ~0.06).
 
     Adding a score c rounds monotonically, so the largest sum is the largest log-prob's, and another token can
-    only tie with it after rounding when its log-prob is within a few units in the last place (ulp) of the sum,
-    at most (|best| + |c|) * 2 ** -23 each: when no row has a second log-prob within 4 of them, each row's argmax is
-    top-k's first choice and its sum its score. (Infinite or NaN scores find no single near entry: None.)"""
+    only tie with it after rounding when its log-prob is within one unit in the last place (ulp) of the sum, which
+    is at most (|best| + |c|) * 2 ** -23: when no row has a second log-prob within 4 such units of its best, each
+    row's argmax is top-k's first choice and its sum its score. (Infinite or NaN scores find no single near entry:
+    None.)"""
     values, offsets = lprobs.numpy(), cum.numpy()
     top = values.max(-1)  # (B, k+1)
     lowest = top - (numpy.abs(top) + numpy.abs(offsets)) * 2.0 ** -21
