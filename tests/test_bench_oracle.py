@@ -11,6 +11,7 @@ import torch
 from fairseq_plugins.bench import latency
 from fairseq_plugins.bench.decoders import parse_decoders
 from fairseq_plugins.bench.oracle import OracleDrafter
+from fairseq_plugins.decoding import linears
 from fairseq_plugins.decoding.drafters import BatchStart
 from fairseq_plugins.decoding.registry import decoder_names
 from fairseq_plugins_compat.errors import PluginError
@@ -145,6 +146,22 @@ def test_max_len_options_reach_every_row(reverse_data, tiny_checkpoint, profiled
     assert rows_by_decoder(result)["oracle"]["mismatches_vs_greedy"] == 0
 
 
+@pytest.mark.skipif(not linears.row_int8_available(), reason="no fbgemm int8 kernels (x86 CPU)")
+def test_reference_rows_take_the_verifiers_products(reverse_data, tiny_checkpoint, monkeypatch):
+    """oracle:verifier_matmul=int8 and bound:verifier_matmul=int8 run the int8 verifier of greedy:verifier_matmul=int8
+    (every weight int8 here: the tiny model's are below the usual size threshold); the oracle gives that verifier's
+    greedy output, the bound times it over beam1's output (what it replays)."""
+    monkeypatch.setattr(linears, "ROW_INT8_MIN_ELEMENTS", 0)
+    rows = rows_by_decoder(harness(reverse_data, tiny_checkpoint, [
+        "beam1", "greedy:verifier_matmul=int8", "oracle:verifier_matmul=int8", "bound:verifier_matmul=int8", "oracle"]))
+    int8 = rows["greedy:verifier_matmul=int8"]
+    assert int8["arithmetic"].startswith("int8 weights") and rows["oracle"]["arithmetic"] != int8["arithmetic"]
+    for label in ("oracle:verifier_matmul=int8", "bound:verifier_matmul=int8"):
+        assert rows[label]["arithmetic"] == int8["arithmetic"], label
+    assert rows["oracle:verifier_matmul=int8"]["outputs"] == int8["outputs"] != rows["beam1"]["outputs"]
+    assert rows["bound:verifier_matmul=int8"]["outputs"] == rows["beam1"]["outputs"]
+
+
 @pytest.mark.parametrize("decoders, extra, message", [
     ("oracle,iad", [], "oracle: need beam1 in --decoders (they replay its greedy outputs)"),
     ("beam5,bound,oracle:k=3", [], "bound, oracle:k=3: need beam1"),
@@ -152,6 +169,7 @@ def test_max_len_options_reach_every_row(reverse_data, tiny_checkpoint, profiled
     ("beam1,beam5,bound", ["--profile"], "--profile: no decoder in --decoders has iterations to profile"),
     ("beam1,oracle:k=0", [], "k must be an integer >= 1"),
     ("beam1,bound:k=3", [], "bad option 'k=3'"),
+    ("beam1,oracle:beta=2", [], "keys of oracle: b, block, block_size, k, verifier_matmul"),
 ])
 def test_bad_combinations_are_one_line_errors(decoders, extra, message, monkeypatch, capsys):
     monkeypatch.setattr("sys.argv", ["latency", "data", "--path", "x.pt", "--decoders", decoders, *extra])

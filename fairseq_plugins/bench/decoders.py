@@ -123,8 +123,8 @@ def _option_keys(decoding: str) -> Dict[str, str]:
     """Spec key (option name or alias) -> task option, for the options ``decoding`` reads."""
     from fairseq_plugins.decoding.registry import DECODERS, option_aliases
 
-    if decoding == "oracle":
-        own = {"block_size"}
+    if decoding in REFERENCE_ROWS:  # oracle: k and the verifier's products; bound: its products
+        own = {"block_size", "verifier_matmul"} if decoding == "oracle" else {"verifier_matmul"}
     elif decoding not in DECODERS:
         return {}
     else:

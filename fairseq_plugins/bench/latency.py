@@ -24,7 +24,8 @@ greedy and beam-5 rows are added, one pair per compute type (``--ct2-compute-typ
 Two reference rows replay ``beam1``'s greedy outputs (``bench.oracle``): ``oracle``
 (``oracle:k=10``), the speculative core with a drafter that always drafts the greedy
 continuation, and ``bound``, the encoder plus one teacher-forced pass of the lean verifier
-over the whole output per batch.  ``--out-md FILE --md-section NAME`` writes the table into
+over the whole output per batch; both take the verifier's products as the decoders do
+(``oracle:verifier_matmul=int8``).  ``--out-md FILE --md-section NAME`` writes the table into
 the marked section NAME of FILE (e.g. docs/benchmarks.md), keeping the rest of the file.
 ``--profile`` splits one iteration of every speculative row into encoder / drafter /
 verifier / accept, in greedy steps (``bench.profile``).  ``--model NAME=CHECKPOINT`` loads
@@ -70,7 +71,8 @@ def get_parser() -> argparse.ArgumentParser:
     add("--decoders", default=default_decoders(),
         help="comma-separated specs: beamN (fairseq's search), or a --decoding name, optionally with "
              "options, e.g. specdec++:beta=5,tau=3 or gs-jacobi:block=4; oracle[:k=10] (the core with a drafter "
-             "drafting the greedy output) and bound (encoder + one teacher-forced verifier pass) replay beam1")
+             "drafting the greedy output) and bound (encoder + one teacher-forced verifier pass) replay beam1; "
+             "both take verifier_matmul=... (oracle:verifier_matmul=int8: the ceiling of drafting on int8 products)")
     add("--batch-sizes", default="1", help="comma-separated batch sizes to sweep (1: latency setting)")
     add("--profile", action="store_true",
         help="one extra untimed pass per speculative row (plugin decoders, oracle) timing its parts: the cost of "
@@ -310,7 +312,7 @@ def bound_row(harness: HarnessRun, spec) -> Optional[rounds.Row]:
     from fairseq_plugins.bench import arithmetic, oracle
 
     try:
-        bound = oracle.TeacherForcedBound(harness.engine)
+        bound = oracle.TeacherForcedBound(harness.engine, spec.options)
     except PluginError as error:
         harness.skip(spec.label, str(error))
         return None

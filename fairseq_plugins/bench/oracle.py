@@ -9,7 +9,7 @@
   block): the lower bound of any draft-then-verify decoder on that arithmetic.  Its output is
   the greedy output, in one iteration.
 """
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -73,7 +73,8 @@ def build_oracle(engine, spec):
 
     block_size = spec.options.get("block_size", ORACLE_BLOCK_SIZE)
     drafter = OracleDrafter({}, engine.src_dict.pad(), engine.tgt_dict.pad())
-    opts = DraftLengthOptions(block_size=block_size, draft_length="fixed")
+    opts = DraftLengthOptions(block_size=block_size, draft_length="fixed",
+                              verifier_matmul=spec.options.get("verifier_matmul", "auto"))
     engine.cfg.generation.beam = 1
     generator = build_speculative(engine.task, engine.models, engine.cfg.generation, "oracle", drafter, opts,
                                   block_size)
@@ -86,12 +87,12 @@ class TeacherForcedBound:
     every plugin decoder runs, ``--verifier-matmul`` as given): what a decoder whose every draft were right
     would still pay, so no drafting row (``oracle`` included) can beat it on the same arithmetic."""
 
-    def __init__(self, engine):
+    def __init__(self, engine, options: Optional[dict] = None):
         from fairseq_plugins.bench.decoders import DecoderSpec
 
         if len(engine.models) != 1:
             raise PluginError(f"bound: one verifier model expected, got an ensemble of {len(engine.models)}")
-        self.generator = engine.build_generator(DecoderSpec("bound", "greedy"), None)
+        self.generator = engine.build_generator(DecoderSpec("bound", "greedy", options=dict(options or {})), None)
         self.tgt_dict = engine.tgt_dict
 
     def batches(self, batches: List[Batch], greedy: GreedyOutputs) -> List[Batch]:
