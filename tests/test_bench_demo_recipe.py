@@ -45,3 +45,30 @@ def test_demo_benchmark_quick_mode_writes_a_section_per_batch_size(tmp_path):
         assert rows["beam1"][2] == "float32" and rows["beam1 int8 (ctranslate2)"][2] == "int8"
         assert all("int8" in rows[name][2] for name in INT8), (bs, [rows[name][2] for name in INT8])
         assert (tmp_path / "out" / f"demo-cpu-b{bs}.json").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (REPO / "checkpoints" / "demo" / "drafter.pt").exists(), reason="no demo pair")
+def test_do_no_harm_quick_mode_times_a_drafter_that_never_helps(tmp_path):
+    """recipes/benchmark-do-no-harm.sh: the demo drafter with each tensor shuffled drafts ~1 token an iteration;
+    every row keeps greedy's outputs, in sections harm-cpu-b*."""
+    doc, out = tmp_path / "benchmarks.md", tmp_path / "out"
+    env = {**os.environ, "DRY_RUN": "1", "OUT_DIR": str(out), "DOC": str(doc), "MAX_SENTENCES": "3", "WARMUP": "0",
+           "BATCH_SIZES": "1", "PYTHONPATH": str(REPO), "MULTI30K_DIR": str(MULTI30K_RAW)}
+    proc = subprocess.run(["bash", str(REPO / "recipes" / "benchmark-do-no-harm.sh"), "--rounds", "1"], env=env,
+                          cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    import torch
+
+    demo = torch.load(REPO / "checkpoints" / "demo" / "drafter.pt", map_location="cpu", weights_only=False)["model"]
+    shuffled = torch.load(out / "drafter-shuffled.pt", map_location="cpu", weights_only=False)["model"]
+    weight = "decoder.layers.0.fc1.weight"
+    assert shuffled[weight].dtype == demo[weight].dtype and not torch.equal(shuffled[weight], demo[weight])
+    assert torch.equal(shuffled[weight].flatten().sort().values, demo[weight].flatten().sort().values)
+    rows = {cells[0]: cells for cells in ([cell.strip() for cell in line.split("|")[1:-1]]
+                                          for line in doc.read_text().split("<!-- bench:harm-cpu-b1 -->")[1]
+                                          .splitlines() if re.match(r"^\| .+ \| 1 \|", line))}
+    specdec = next(name for name in rows if name.startswith("specdec:drafter_path="))
+    assert specdec.endswith("drafter-shuffled.pt") and float(rows[specdec][10]) < 1.1  # tokens an iteration
+    assert list(rows) == ["beam1", "greedy", specdec, "iad", "jacobi", "gs-jacobi", "hybrid-jacobi"]
+    assert all(cells[-2:] == ["0", "0"] for cells in rows.values()), rows

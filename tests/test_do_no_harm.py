@@ -63,7 +63,8 @@ def counted_generator(model, drafter, cfg, now, work):
 def test_a_drafter_that_is_never_right_costs_about_greedy(adaptive):
     """30 batches of 8 rows: drafts never accepted (a drafted block of 5 costs 5 token-rows a row and
     gains 1 token) end up costing at most 10 % more verifier work than drafting nothing, and the
-    drafter is asked a few times per occupancy class, not in every batch."""
+    drafter is asked a few times per occupancy class, not in every batch (trials of drafting are
+    narrower at more rows, so they are afforded a little more often than whole blocks would be)."""
     model = build_transformer(DICT, seed=3, eos_boost=1.0)
     batch = make_batch(DICT, SOURCES, seed=2)
     reference = SequenceGenerator([model], DICT, beam_size=1, max_len_b=20).generate([model], batch)
@@ -81,7 +82,33 @@ def test_a_drafter_that_is_never_right_costs_about_greedy(adaptive):
         costs[name] = work["verifier"], drafter.calls, generator.guard
     (greedy_work, _, _), (work, calls, guard) = costs["greedy"], costs["never right"]
     assert greedy_work <= work <= 1.1 * greedy_work
-    assert calls <= 3 * len(guard.classes)
+    assert calls <= 4 * len(guard.classes)
+
+
+def test_trials_of_drafting_are_narrow_at_many_rows():
+    """A class's first drafted iteration and the probes after it verify at most 32 drafted token-rows: never
+    right, a block of 16 drafts at 16 rows would cost ~17 undrafted iterations each time (a Jacobi block over
+    a whole output at 32 rows cost 45 of them). Every block is counted, first tries included."""
+    model = build_transformer(DICT, seed=3, eos_boost=1.0)
+    batch = make_batch(DICT, SOURCES + SOURCES[::-1], seed=2)  # 16 rows
+    reference = SequenceGenerator([model], DICT, beam_size=1, max_len_b=20).generate([model], batch)
+    blocks = []  # (rows, drafted tokens a row) of every verified block
+
+    class RecordingCache(VerifierCache):
+        def forward_block(self, tokens):
+            blocks.append((tokens.size(0), tokens.size(1) - 1))
+            return super().forward_block(tokens)
+
+    cfg = SpeculativeConfig(block_size=16, adaptive=False, measured=True, max_len_b=20)
+    generator = SpeculativeGenerator(model, DICT, WrongDrafter([hypos[0]["tokens"] for hypos in reference]), cfg)
+    generator.cache_factory = RecordingCache
+    for _ in range(5):
+        for ours, ref in zip(generator.generate([model], batch), reference):
+            assert ours[0]["tokens"].tolist() == ref[0]["tokens"].tolist()
+    drafted = [(rows, width) for rows, width in blocks if width > 0]
+    assert drafted and max(rows for rows, _ in drafted) == 16, drafted  # the first try at 16 rows
+    assert all(rows * width <= 32 for rows, width in drafted), drafted  # DraftGuard.TRIAL_TOKEN_ROWS
+    assert max(width for rows, width in drafted if rows == 1) > 4  # a row alone is not held back
 
 
 class NeverDraft:

@@ -155,9 +155,9 @@ class TreeGenerator(SpeculativeGenerator):
             self.trees[width, ranks] = TreeShape(width, ranks, self.continuation, self.positions, device)
         return self.trees[width, ranks]
 
-    def _draft(self, state, max_len) -> Tensor:
+    def _draft(self, state, max_len, max_width=None) -> Tensor:
         """As the core's, keeping the drafter's top-A tokens at the drafted positions (B, k', A)."""
-        k = max(0, min(int(state.k.max()), max_len - int(state.lengths.max()) + 1))
+        k = self._draft_width(state, max_len, max_width)
         self._candidates = None
         if k == 0:
             return state.tokens[:, :0]

@@ -153,7 +153,7 @@ def parse_decoders(text: str, known: List[str]) -> List[DecoderSpec]:
 def missing_inputs(spec: DecoderSpec, drafter_path: Optional[str]) -> Optional[str]:
     """Why ``spec`` cannot run with the inputs given, or None."""
     if _needs_drafter(spec.decoding) and not (spec.options.get("drafter_path") or drafter_path):
-        return f"needs a block drafter checkpoint: pass --drafter-path (or {spec.decoding}:drafter=PATH)"
+        return f"needs a block drafter checkpoint: pass --drafter-path (or {spec.decoding}:drafter_path=PATH)"
     return None
 
 

@@ -10,7 +10,7 @@ greedy acceptance rule the output is token for token fairseq's ``--beam 1`` outp
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
 import torch
 from torch import Tensor
@@ -158,7 +158,8 @@ class SpeculativeGenerator:
             drafting = self.guard.start_iteration(state.rows.numel()) if self.guard is not None else True
             self.stats.count_iteration(drafted=drafting)
             with section("drafter"):  # 2. draft at most up to max_len
-                drafts = self._draft(state, limits.max_len) if drafting else state.tokens[:, :0]
+                width = getattr(self.guard, "max_width", None)  # a trial of drafting: its limit
+                drafts = self._draft(state, limits.max_len, width) if drafting else state.tokens[:, :0]
             with section("verifier"):  # 3. verify the pending token + the draft in one pass
                 lprobs, hidden = self._verify(cache, state, drafts, limits)
             with section("accept"):  # 4. accept up to the bifurcation, plus the verifier's own token there
@@ -197,10 +198,10 @@ class SpeculativeGenerator:
                           rows=torch.arange(bsz, device=device),
                           k=draft_length.initial_lengths(bsz, self.cfg.block_size, device))
 
-    def _draft(self, state, max_len) -> Tensor:
-        """(B, k') drafts, k' <= every row's draft length and the room left before max_len;
-        past its own length a row's drafts are pad (the verifier will not accept them)."""
-        k = max(0, min(int(state.k.max()), max_len - int(state.lengths.max()) + 1))
+    def _draft(self, state, max_len, max_width: Optional[int] = None) -> Tensor:
+        """(B, k') drafts, k' = ``_draft_width``; past its own length a row's drafts are pad (the verifier will not
+        accept them)."""
+        k = self._draft_width(state, max_len, max_width)
         if k == 0:
             return state.tokens[:, :0]
         drafts = draft_tokens(self.drafter.propose(state.tokens, state.lengths, k)).tokens
@@ -210,6 +211,12 @@ class SpeculativeGenerator:
         if self.drafter.verify_every_column:
             return drafts
         return drafts[:, :self._useful_width(drafts)]
+
+    @staticmethod
+    def _draft_width(state, max_len, max_width: Optional[int]) -> int:
+        """Tokens to draft a row: the longest draft length of the rows, at most the room left before max_len and
+        ``max_width`` (the guard's, in a trial of drafting; None: no limit)."""
+        return max(0, min(int(state.k.max()), max_len - int(state.lengths.max()) + 1, max_width or max_len))
 
     def _useful_width(self, drafts: Tensor) -> int:
         """Columns of drafts (B, k') worth verifying: in each row, the drafts before its first

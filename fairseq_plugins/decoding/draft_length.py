@@ -55,11 +55,14 @@ class DraftGuard:
     on Multi30k valid (batch 1; 3 % with 0.98, mostly probes).
     """
 
+    TRIAL_TOKEN_ROWS = 32  # the most token-rows (rows x block width) a trial of drafting verifies
+
     def __init__(self, probe_every: int = 16, max_interval: int = 128, decay: float = 0.98, probe_length: int = 2,
                  favour: float = 1.1, probe_share: float = 0.03, skip_catch_up: bool = False, clock=time.perf_counter):
         self.settings = dict(probe_every=probe_every, max_interval=max_interval, decay=decay,
                              probe_length=probe_length, favour=favour, probe_share=probe_share)
         self.skip_catch_up, self.clock = skip_catch_up, clock
+        self.max_width = None  # this iteration's most drafted tokens a row (None: as many as the decoder drafts)
         self.classes = {}  # occupancy class -> MeasuredChoice
         self.current = None  # the class of this iteration
         self.rows = 1  # rows decoding in this iteration
@@ -83,8 +86,18 @@ class DraftGuard:
         if self.catching_up and drafting != self.current.best:  # a probe: one more iteration, counted
             self.current.extend_probe()
         self.drafting = drafting
+        self.max_width = self.trial_width(rows) if drafting and not self.current.drafting_measured_best() else None
         self.started = self.clock()
         return drafting
+
+    def trial_width(self, rows: int) -> int:
+        """The most tokens a row drafts in a trial of drafting (a class's first drafted iteration, a probe): its
+        block, the pending tokens included, has at most ``TRIAL_TOKEN_ROWS`` token-rows (at least one draft a row).
+        At 32 rows on a CPU a block costs about its width in undrafted iterations (a Jacobi block over a whole
+        output of 50 tokens: ~45), and a decoder that only wastes such blocks would pay that in a first try per
+        class of rows and in every probe. A row alone drafts up to 31 tokens (a drafter's block, 10 by default,
+        is not held back); where drafting pays, later iterations draft their full width."""
+        return max(1, self.TRIAL_TOKEN_ROWS // max(1, rows) - 1)
 
     def end_iteration(self, tokens: int):
         """The iteration gained ``tokens`` (all rows together)."""
@@ -106,7 +119,8 @@ class MeasuredChoice:
     ``probe_share`` of the seconds the class spent on the best choice since the last probe, however
     dear an iteration of the probed choice is: a Jacobi block over the whole output costs ~14
     undrafted iterations at 32 rows on a CPU and gains nothing, and probed every 16-128 iterations
-    of its class, such probes cost the Jacobi decoders 5-20 % against greedy.  The expected loss
+    of its class, such probes cost the Jacobi decoders 5-20 % against greedy (``DraftGuard.trial_width``
+    also narrows the blocks of trials at many rows).  The expected loss
     is discounted while the probed choice was measured on few rows (``rows / (rows + 8)``): one
     row's drafted iteration gains 1 to k + 1 tokens, so a first try that drew a short draft must not
     delay the probes that correct it.
@@ -167,6 +181,10 @@ class MeasuredChoice:
         rows = self.rows_measured[drafting]
         seconds = self.probe_length * self.seconds[drafting] / self.iterations[drafting]
         return seconds * max(0.0, 1 - mine / other) * rows / (rows + self.CONFIDENT_ROWS)
+
+    def drafting_measured_best(self) -> bool:
+        """Whether drafting is the best choice on a measurement of it (not a first try, not a probe)."""
+        return self.best and self.measured(True)
 
     def drafting_pays(self) -> bool:
         gain = self.gain()
