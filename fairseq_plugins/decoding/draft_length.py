@@ -182,6 +182,11 @@ class MeasuredChoice:
         seconds = self.probe_length * self.seconds[drafting] / self.iterations[drafting]
         return seconds * max(0.0, 1 - mine / other) * rows / (rows + self.CONFIDENT_ROWS)
 
+    def share(self) -> float:
+        """The share of the time a probe may lose: ``probe_share``, half of it while drafting gains nothing (one
+        token a row per drafted iteration: no draft accepted), where a probe only checks that nothing changed."""
+        return self.probe_share if self.gain() > 1 else self.probe_share / 2
+
     def drafting_measured_best(self) -> bool:
         """Whether drafting is the best choice on a measurement of it (not a first try, not a probe)."""
         return self.best and self.measured(True)
@@ -197,8 +202,7 @@ class MeasuredChoice:
         if best != self.best:
             self.best, self.interval, self.probe_left, self.since_probe = best, self.probe_every, 0, 0.0
             self.next_probe = self.iteration + self.interval
-        affordable = self.since_probe * self.probe_share >= self.probe_cost(not best)
-        if self.iteration >= self.next_probe and affordable:
+        if self.iteration >= self.next_probe and self.since_probe * self.share() >= self.probe_cost(not best):
             self.interval = min(2 * self.interval, self.max_interval)
             self.next_probe = self.iteration + self.interval
             self.probe_left, self.since_probe, self.extended = self.probe_length, 0.0, False
