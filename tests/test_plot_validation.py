@@ -7,12 +7,12 @@ import pytest
 from fairseq_plugins.scripts.plot_validation import collect, main, read_points
 from fairseq_plugins_compat.errors import PluginError
 
-LINE = ("2026-11-23 16:40:38 | INFO | valid | epoch {epoch:03d} | valid on 'valid' subset | loss 6.228 | "
+LINE = ("2024-01-01 12:00:38 | INFO | valid | epoch {epoch:03d} | valid on 'valid' subset | loss 6.228 | "
         "glance_acc 0.2223 | spec_tokens_per_iter {value} | wps 449.7 | num_updates {updates}{best}")
 
 
 def write_log(path, points, noise=True):
-    lines = ["2026-11-23 16:40:00 | INFO | train_inner | epoch 001:  20 / 140 loss=6.1, num_updates=20"] if noise else []
+    lines = ["2024-01-01 12:00:00 | INFO | train_inner | epoch 001:  20 / 140 loss=6.1, num_updates=20"] if noise else []
     for epoch, updates, value in points:
         lines.append(LINE.format(epoch=epoch, value=value, updates=updates, best=" | best_spec_tokens_per_iter 9"))
     path.write_text("\n".join(lines) + "\n")
