@@ -10,7 +10,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
 
-DEMO=${DEMO:-$REPO/checkpoints/demo}
+. "$REPO/recipes/lib/demo_data.sh"          # DEMO
 OUT_DIR=${OUT_DIR:-$RUNS/$([ "$DRY_RUN" = 1 ] && echo benchmark-demo-dry || echo benchmark-demo)}
 DRAFTER=$OUT_DIR/drafter-shuffled.pt
 need_fairseq

@@ -17,6 +17,14 @@ ROWS = ["beam1", "greedy", "beam5", "specdec", "specdec++:drafter_path=checkpoin
 LOSSLESS = ["greedy", "specdec", "iad", "jacobi", "gs-jacobi", "oracle", "bound", "beam1 float32 (ctranslate2)"]
 
 
+def table_rows(text: str, section: str, batch_size: int) -> dict:
+    """The rows at ``batch_size`` of the table in ``section`` of a document: first cell -> the row's cells."""
+    table = text.split(f"<!-- bench:{section} -->")[1].split(f"<!-- /bench:{section} -->")[0]
+    return {cells[0]: cells for cells in ([cell.strip() for cell in line.split("|")[1:-1]]
+                                          for line in table.splitlines()
+                                          if re.match(rf"^\| .+ \| {batch_size} \|", line))}
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not (REPO / "checkpoints" / "demo" / "drafter-beam5.pt").exists(), reason="no demo pair")
 def test_demo_benchmark_quick_mode_writes_a_section_per_batch_size(tmp_path):
@@ -35,10 +43,7 @@ def test_demo_benchmark_quick_mode_writes_a_section_per_batch_size(tmp_path):
     assert "<!-- /bench:demo-cpu-b1 -->\n\nMore prose.\n\n<!-- bench:demo-cpu-b2 -->" in text
     assert "`/" not in text and str(REPO) not in text  # paths relative to the clone
     for bs in (1, 2):
-        section = text.split(f"<!-- bench:demo-cpu-b{bs} -->")[1].split(f"<!-- /bench:demo-cpu-b{bs} -->")[0]
-        rows = {cells[0]: cells for cells in (
-            [cell.strip() for cell in line.split("|")[1:-1]] for line in section.splitlines()
-            if re.match(rf"^\| .+ \| {bs} \|", line))}
+        rows = table_rows(text, f"demo-cpu-b{bs}", bs)
         assert list(rows) == ROWS, bs
         for name in LOSSLESS:  # the last two cells: outputs differing from beam1's and from greedy's
             assert rows[name][-2:] == ["0", "0"], (bs, name)
@@ -65,9 +70,7 @@ def test_do_no_harm_quick_mode_times_a_drafter_that_never_helps(tmp_path):
     weight = "decoder.layers.0.fc1.weight"
     assert shuffled[weight].dtype == demo[weight].dtype and not torch.equal(shuffled[weight], demo[weight])
     assert torch.equal(shuffled[weight].flatten().sort().values, demo[weight].flatten().sort().values)
-    rows = {cells[0]: cells for cells in ([cell.strip() for cell in line.split("|")[1:-1]]
-                                          for line in doc.read_text().split("<!-- bench:harm-cpu-b1 -->")[1]
-                                          .splitlines() if re.match(r"^\| .+ \| 1 \|", line))}
+    rows = table_rows(doc.read_text(), "harm-cpu-b1", 1)
     specdec = next(name for name in rows if name.startswith("specdec:drafter_path="))
     assert specdec.endswith("drafter-shuffled.pt") and float(rows[specdec][10]) < 1.1  # tokens an iteration
     assert list(rows) == ["beam1", "greedy", specdec, "iad", "jacobi", "gs-jacobi", "hybrid-jacobi"]

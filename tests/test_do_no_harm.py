@@ -114,6 +114,8 @@ def test_trials_of_drafting_are_narrow_at_many_rows():
 class NeverDraft:
     """A guard that always chooses not to draft."""
 
+    max_width = None
+
     def start_iteration(self, rows=1):
         return False
 

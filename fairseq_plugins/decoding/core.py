@@ -158,7 +158,7 @@ class SpeculativeGenerator:
             drafting = self.guard.start_iteration(state.rows.numel()) if self.guard is not None else True
             self.stats.count_iteration(drafted=drafting)
             with section("drafter"):  # 2. draft at most up to max_len
-                width = getattr(self.guard, "max_width", None)  # a trial of drafting: its limit
+                width = self.guard.max_width if self.guard is not None else None  # a trial of drafting: its limit
                 drafts = self._draft(state, limits.max_len, width) if drafting else state.tokens[:, :0]
             with section("verifier"):  # 3. verify the pending token + the draft in one pass
                 lprobs, hidden = self._verify(cache, state, drafts, limits)
