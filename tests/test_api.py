@@ -1,6 +1,8 @@
 """The Python API: load once, translate a list of strings."""
 import pytest
+import torch
 
+from fairseq_plugins import inference
 from fairseq_plugins.api import Translator
 from fairseq_plugins_compat.errors import PluginError
 
@@ -25,6 +27,35 @@ def test_statistics_count_every_sentence_at_batch_1(reverse_data, tiny_checkpoin
     assert translator.generator.stats.summary()["sentences"] == 3  # ids 0, 1, 2: not every batch's id 0
     translator.translate(SENTENCES)
     assert translator.generator.stats.summary()["sentences"] == 3  # the same sentences again replace their records
+
+
+def test_batches_are_sorted_by_length_and_results_come_back_in_input_order(reverse_data, tiny_checkpoint,
+                                                                             monkeypatch):
+    sentences = ["w1 w2 w3 w4 w5", "w7", "w3 w9 w10", "w2 w2", "w5 w6 w7 w8 w9 w10 w11", "w4"]
+    translator = Translator.load(str(tiny_checkpoint), str(reverse_data), decoding="iad", max_len_b=30)
+    alone = translator.translate(sentences)
+    seen = []  # (source lengths, ids) of each batch
+    decode = inference.best_hypotheses
+
+    def spy(task, generator, models, tokens, ids=None):
+        seen.append(([len(t) for t in tokens], list(ids)))
+        return decode(task, generator, models, tokens, ids=ids)
+
+    monkeypatch.setattr(inference, "best_hypotheses", spy)
+    assert translator.translate(sentences, batch_size=2) == alone
+    lengths = [batch for batch, _ in seen]
+    assert lengths == [[2, 2], [3, 4], [6, 8]]  # "w7", "w4" | "w2 w2", "w3 w9 w10" | the two longest, with eos
+    assert [ids for _, ids in seen] == [[1, 5], [3, 2], [0, 4]]
+    assert translator.generator.stats.summary()["sentences"] == 6  # every sentence under its own id
+
+
+def test_length_sorted_batches_keep_both_limits():
+    tokens = [torch.zeros(n) for n in (5, 1, 3, 2, 4)]
+    assert list(inference.length_sorted_batches(tokens, 2)) == [[1, 3], [2, 4], [0]]
+    assert list(inference.length_sorted_batches(tokens, 1)) == [[0], [1], [2], [3], [4]]  # input order
+    assert list(inference.length_sorted_batches(tokens, 5, max_tokens=9)) == [[1, 3, 2], [4], [0]]  # 4 x 4 > 9
+    with pytest.raises(PluginError, match="batch_size must be >= 1, got 0"):
+        list(inference.length_sorted_batches(tokens, 0))
 
 
 def test_translate_rejects_a_bare_string(reverse_data, tiny_checkpoint):

@@ -158,26 +158,13 @@ class Translator:
                                       max_len_b=args.max_len_b, decoding="beam")
         self.generator = self.task.build_generator(models, gen_args)
 
-    def batches(self, encoded):
-        """Indices of ``encoded`` grouped into length-sorted batches."""
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-        batch, longest = [], 0
-        for i in order:
-            longest = max(longest, len(encoded[i]))
-            if batch and (len(batch) + 1 > self.args.batch_size or longest * (len(batch) + 1) > self.args.max_tokens):
-                yield batch
-                batch, longest = [], len(encoded[i])
-            batch.append(i)
-        if batch:
-            yield batch
-
     def translate(self, lines):
         """Best beam hypothesis (preprocessed text) of every line, in input order."""
         from fairseq_plugins import inference
 
         encoded = [inference.encode(self.src_dict, line) for line in lines]
         outputs = [None] * len(lines)
-        for batch in self.batches(encoded):
+        for batch in inference.length_sorted_batches(encoded, self.args.batch_size, self.args.max_tokens):
             best = inference.best_hypotheses(self.task, self.generator, self.models, [encoded[i] for i in batch])
             for i, hypothesis in zip(batch, best):
                 outputs[i] = self.tgt_dict.string(hypothesis["tokens"].int().cpu())
