@@ -87,7 +87,7 @@ class Translator:
         tokens = [self.encode(s) for s in sentences]
         inference.check_source_lengths(tokens, inference.max_source_tokens(self.task, self.models), sentences)
         results = [None] * len(tokens)
-        for batch in inference.length_sorted_batches(tokens, batch_size):
+        for batch in inference.length_sorted_batches([len(t) for t in tokens], batch_size):
             best = inference.best_hypotheses(self.task, self.generator, self.models, [tokens[i] for i in batch],
                                              ids=batch)
             for index, hypothesis in zip(batch, best):

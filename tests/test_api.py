@@ -1,6 +1,5 @@
 """The Python API: load once, translate a list of strings."""
 import pytest
-import torch
 
 from fairseq_plugins import inference
 from fairseq_plugins.api import Translator
@@ -50,12 +49,12 @@ def test_batches_are_sorted_by_length_and_results_come_back_in_input_order(rever
 
 
 def test_length_sorted_batches_keep_both_limits():
-    tokens = [torch.zeros(n) for n in (5, 1, 3, 2, 4)]
-    assert list(inference.length_sorted_batches(tokens, 2)) == [[1, 3], [2, 4], [0]]
-    assert list(inference.length_sorted_batches(tokens, 1)) == [[0], [1], [2], [3], [4]]  # input order
-    assert list(inference.length_sorted_batches(tokens, 5, max_tokens=9)) == [[1, 3, 2], [4], [0]]  # 4 x 4 > 9
+    lengths = [5, 1, 3, 2, 4, 3]
+    assert list(inference.length_sorted_batches(lengths, 2)) == [[1, 3], [2, 5], [4, 0]]  # ties in input order
+    assert list(inference.length_sorted_batches(lengths, 1)) == [[1], [3], [2], [5], [4], [0]]
+    assert list(inference.length_sorted_batches(lengths, 6, max_tokens=9)) == [[1, 3, 2], [5, 4], [0]]  # 4 x 3 tokens > 9
     with pytest.raises(PluginError, match="batch_size must be >= 1, got 0"):
-        list(inference.length_sorted_batches(tokens, 0))
+        list(inference.length_sorted_batches(lengths, 0))
 
 
 def test_translate_rejects_a_bare_string(reverse_data, tiny_checkpoint):

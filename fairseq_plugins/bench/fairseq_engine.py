@@ -12,7 +12,8 @@ from typing import Dict, List, Optional, Tuple
 import torch
 
 from fairseq_plugins.bench import decoders as decoder_specs
-from fairseq_plugins.bench.timing import Batch, Output, length_sorted_batches
+from fairseq_plugins.bench.timing import Batch, Output
+from fairseq_plugins.inference import length_sorted_batches
 from fairseq_plugins_compat.cli import missing_split_as_error
 
 PLUGIN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -97,7 +98,10 @@ class FairseqEngine:
         from fairseq import utils
 
         batches = []
-        for group in length_sorted_batches(ids, self.source_lengths(ids), batch_size):
+        ids = sorted(ids)  # ties of length in id order
+        lengths = self.source_lengths(ids)
+        for positions in length_sorted_batches([lengths[i] for i in ids], batch_size):
+            group = [ids[p] for p in positions]
             sample = self.dataset.collater([self.dataset[i] for i in group])
             if self.device == "cuda":
                 sample = utils.move_to_cuda(sample)

@@ -47,12 +47,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def length_sorted_batches(ids: Sequence[int], lengths: Dict[int, int], batch_size: int) -> List[List[int]]:
-    """``ids`` grouped into batches of similar source length (fairseq's order, longest last)."""
-    order = sorted(ids, key=lambda i: (lengths[i], i))
-    return [order[start: start + batch_size] for start in range(0, len(order), batch_size)]
-
-
 def synchronize(device: str):
     """Wait for queued CUDA kernels, so that a clock read after it includes them."""
     if device == "cuda":

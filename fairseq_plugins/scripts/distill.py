@@ -164,7 +164,8 @@ class Translator:
 
         encoded = [inference.encode(self.src_dict, line) for line in lines]
         outputs = [None] * len(lines)
-        for batch in inference.length_sorted_batches(encoded, self.args.batch_size, self.args.max_tokens):
+        lengths = [len(source) for source in encoded]
+        for batch in inference.length_sorted_batches(lengths, self.args.batch_size, self.args.max_tokens):
             best = inference.best_hypotheses(self.task, self.generator, self.models, [encoded[i] for i in batch])
             for i, hypothesis in zip(batch, best):
                 outputs[i] = self.tgt_dict.string(hypothesis["tokens"].int().cpu())
