@@ -52,7 +52,7 @@ def test_length_sorted_batches_keep_both_limits():
     lengths = [5, 1, 3, 2, 4, 3]
     assert list(inference.length_sorted_batches(lengths, 2)) == [[1, 3], [2, 5], [4, 0]]  # ties in input order
     assert list(inference.length_sorted_batches(lengths, 1)) == [[1], [3], [2], [5], [4], [0]]
-    assert list(inference.length_sorted_batches(lengths, 6, max_tokens=9)) == [[1, 3, 2], [5, 4], [0]]  # 4 x 3 tokens > 9
+    assert list(inference.length_sorted_batches(lengths, 6, max_tokens=9)) == [[1, 3, 2], [5, 4], [0]]  # 4 x 3 > 9
     with pytest.raises(PluginError, match="batch_size must be >= 1, got 0"):
         list(inference.length_sorted_batches(lengths, 0))
 
