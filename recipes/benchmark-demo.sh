@@ -3,7 +3,8 @@
 # Multi30k test2016 prepared with the pair's own sentencepiece model and dictionaries, then every row side by side
 # at batch 1, one thread: fairseq greedy (beam1) and beam 5, the plugin's greedy (the lean verifier, nothing
 # drafted), specdec, specdec++ with drafter-beam5.pt, iad, jacobi, gs-jacobi, oracle, bound, drafter-only, greedy,
-# specdec and iad with int8 products (--verifier-matmul int8), CTranslate2 float32 and int8 greedy and beam 5.
+# specdec and iad with int8 products (--verifier-matmul int8), CTranslate2 greedy and beam 5 in each of float32,
+# int8, int16 and bfloat16 that this CPU's CTranslate2 runs (CT2_COMPUTE_TYPES).
 # Each table replaces its section of DOC (<!-- bench:demo-cpu-b1 --> ...), nothing else.
 #   bash recipes/benchmark-demo.sh                         # test2016, batch 1: section demo-cpu-b1
 #   BATCH_SIZES="1 32" TEST_SPLITS="test test1" bash recipes/benchmark-demo.sh
@@ -22,7 +23,7 @@ TEST_SPLITS=${TEST_SPLITS:-test}            # test = test2016, test1 = test2017
 BATCH_SIZES=${BATCH_SIZES:-1}               # one table (section) per batch size
 THREADS=${THREADS:-1}                       # torch and CTranslate2 threads
 DECODERS=${DECODERS:-}                      # default: the rows above
-CT2_COMPUTE_TYPES=${CT2_COMPUTE_TYPES:-float32,int8}
+CT2_COMPUTE_TYPES=${CT2_COMPUTE_TYPES:-auto}  # the CPU's of float32, int8, int16, bfloat16 (e.g. float32,int8)
 SECTION_PREFIX=${SECTION_PREFIX:-demo-cpu}  # e.g. demo-gpu with the extra arguments --device cuda
 if [ "$DRY_RUN" = 1 ]; then
   MAX_SENTENCES=${MAX_SENTENCES:-20}; WARMUP=${WARMUP:-2}

@@ -4,10 +4,11 @@
 # fairseq greedy (beam1) and beam 5, the plugin's greedy (the lean verifier, nothing drafted), iad (input-guided
 # aggressive decoding: the draft is a copy of the source) with its defaults, with a 2-token suffix match and with
 # drafts of at most 8 tokens, bound (one teacher-forced pass of the same lean verifier: the ceiling of any drafting),
-# CTranslate2 float32 and int8 (greedy and beam 5); tokens per iteration, outputs differing from greedy's, and the
-# test set's own score (GLEU against JFLEG's 4 references, edit F0.5 against CoNLL-2013's gold edits:
-# fairseq_plugins/scripts/gec_score.py). One section of DOC per test set and batch size (<!-- bench:gec-cpu-jfleg-b1
-# --> ...), nothing else of DOC changes. --profile (an extra argument) adds each iteration's cost by part.
+# CTranslate2 greedy and beam 5 (float32, int8, int16, bfloat16: those it runs here); tokens per iteration,
+# outputs differing from greedy's, and the test set's own score (GLEU against JFLEG's 4 references, edit F0.5
+# against CoNLL-2013's gold edits: fairseq_plugins/scripts/gec_score.py). One section of DOC per test set and
+# batch size (<!-- bench:gec-cpu-jfleg-b1 --> ...), nothing else of DOC changes. --profile (an extra argument)
+# adds each iteration's cost by part.
 #   bash recipes/benchmark-gec.sh                                   # both test sets at batch 1 and 32
 #   MODEL=$RUNS/gec-synth/transformer-6x6/checkpoint_best.pt bash recipes/benchmark-gec.sh
 #   TEST_SETS=conll2013 BATCH_SIZES=1 MAX_SENTENCES=200 DOC=/elsewhere/gec.md bash recipes/benchmark-gec.sh
@@ -32,7 +33,7 @@ TEST_SETS=${TEST_SETS:-jfleg conll2013}
 BATCH_SIZES=${BATCH_SIZES:-1 32}                # one table (section) per test set and batch size
 THREADS=${THREADS:-1}                           # torch and CTranslate2 threads
 DECODERS=${DECODERS:-beam1,greedy,iad,iad:match_length=2,iad:block=8,bound,beam5}
-CT2_COMPUTE_TYPES=${CT2_COMPUTE_TYPES:-float32,int8}
+CT2_COMPUTE_TYPES=${CT2_COMPUTE_TYPES:-auto}  # the CPU's of float32, int8, int16, bfloat16 (e.g. float32,int8)
 SECTION_PREFIX=${SECTION_PREFIX:-gec-cpu}       # e.g. gec-gpu with the extra arguments --device cuda
 if [ "$DRY_RUN" = 1 ]; then
   MAX_SENTENCES=${MAX_SENTENCES:-20}; WARMUP=${WARMUP:-2}

@@ -20,7 +20,7 @@ THREADS=${THREADS:-1}
 WARMUP=${WARMUP:-5}
 ROUNDS=${ROUNDS:-5}
 DECODERS=${DECODERS:-beam1,greedy,oracle,bound}
-CT2_COMPUTE_TYPES=${CT2_COMPUTE_TYPES:-float32,int8}
+CT2_COMPUTE_TYPES=${CT2_COMPUTE_TYPES:-auto}  # the CPU's of float32, int8, int16, bfloat16 (e.g. float32,int8)
 DOC=${DOC:-$REPO/docs/benchmarks.md}
 SECTION_PREFIX=${SECTION_PREFIX:-sizes-cpu}   # sections SECTION_PREFIX-base-b1, SECTION_PREFIX-big-b1
 need_fairseq

@@ -51,6 +51,21 @@ if not _installed_compat_is_current():
     pytest.exit("the installed fairseq_plugins_compat differs from the working tree: run `bash install.sh`", returncode=2)
 
 
+def ctranslate2_rows():
+    """The CTranslate2 rows of a recipe table at its default compute types (``auto``: those of float32, int8,
+    int16 and bfloat16 this CTranslate2 runs on a CPU), greedy rows first; none without the package."""
+    import importlib.util
+
+    if importlib.util.find_spec("ctranslate2") is None:
+        return []
+    import ctranslate2
+
+    from fairseq_plugins.bench import ct2
+
+    types = ct2.compute_types(ctranslate2, "auto", "cpu", False)[0]
+    return [f"{search} {compute_type} (ctranslate2)" for search in ("beam1", "beam5") for compute_type in types]
+
+
 def cli(name):
     """Path of an installed console script (``fairseq-train`` etc.)."""
     path = BIN_DIR / name

@@ -1,21 +1,19 @@
 """The latency harness's GEC scores (``--score jfleg`` / ``conll2013``: ``bench.task_score`` on the functions of
 ``fairseq_plugins.scripts.gec_score``) and recipes/benchmark-gec.sh's quick mode (DRY_RUN=1), on tests/fixtures/gec
 prepared by recipes/data/prepare-gec-synthetic.sh's dry run and a tiny model that learned its test sets."""
-import importlib.util
 import os
 import re
 import subprocess
 
 import pytest
 
-from conftest import BIN_DIR, GEC_FIXTURES as FIXTURES, REPO
+from conftest import BIN_DIR, GEC_FIXTURES as FIXTURES, REPO, ctranslate2_rows
 from fairseq_plugins.bench import latency, report, task_score
 from fairseq_plugins.scripts import gec_score
 from fairseq_plugins_compat.errors import PluginError
 
 JFLEG_SOURCE, JFLEG_REFERENCES = gec_score.jfleg_files(FIXTURES, "dev")
 CONLL_M2 = gec_score.conll2013_file(FIXTURES)
-HAS_CT2 = importlib.util.find_spec("ctranslate2") is not None
 
 
 def jfleg():
@@ -144,8 +142,7 @@ def test_recipe_quick_mode_writes_a_section_per_test_set_and_batch_size(gec_mode
     text = doc.read_text()
     assert text.startswith("# GEC\n\nProse.\n\n## Benchmark\n\n<!-- bench:gec-cpu-jfleg-b1 -->\n")
     assert "\nold\n" not in text
-    ct2_rows = ["beam1 float32 (ctranslate2)", "beam1 int8 (ctranslate2)", "beam5 float32 (ctranslate2)",
-                "beam5 int8 (ctranslate2)"] if HAS_CT2 else []
+    ct2_rows = ctranslate2_rows()
     for name, sentences in (("jfleg", 6), ("conll2013", 5)):
         for bs in (1, 2):
             start, end = report.section_markers(f"gec-cpu-{name}-b{bs}")
