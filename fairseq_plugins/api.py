@@ -79,20 +79,14 @@ class Translator:
     def translate_tokens(self, sentences: List[str], batch_size: int = 1) -> List[dict]:
         """Best hypothesis (fairseq dict: tokens, score, steps, ...) for each sentence, in order.
 
-        Sentences are decoded ``batch_size`` at a time, shortest first (``inference.length_sorted_batches``, as
+        Sentences are decoded ``batch_size`` at a time, shortest first (``inference.decode_in_batches``, as
         fairseq-generate batches). Raises :class:`PluginError` naming the first sentence longer than the models
         take, before translating any (with every ``decoding``)."""
         if isinstance(sentences, str):
             raise PluginError("translate() takes a list of sentences, not a string")
         tokens = [self.encode(s) for s in sentences]
         inference.check_source_lengths(tokens, inference.max_source_tokens(self.task, self.models), sentences)
-        results = [None] * len(tokens)
-        for batch in inference.length_sorted_batches([len(t) for t in tokens], batch_size):
-            best = inference.best_hypotheses(self.task, self.generator, self.models, [tokens[i] for i in batch],
-                                             ids=batch)
-            for index, hypothesis in zip(batch, best):
-                results[index] = hypothesis
-        return results
+        return inference.decode_in_batches(self.task, self.generator, self.models, tokens, batch_size)
 
     def translate(self, sentences: List[str], batch_size: int = 1) -> List[str]:
         return [self.decode(h["tokens"]) for h in self.translate_tokens(sentences, batch_size)]

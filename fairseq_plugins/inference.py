@@ -1,5 +1,5 @@
 """Sentences through a fairseq task's generator: encode, check lengths, group into length-sorted batches,
-collate, run ``task.inference_step`` and put the best hypotheses back in input order.
+collate, run ``task.inference_step`` and put the best hypotheses back in input order (:func:`decode_in_batches`).
 
 The one inference path of the Python API (:mod:`fairseq_plugins.api`) and of sequence-level
 distillation (:mod:`fairseq_plugins.scripts.distill`); fairseq-interactive does the same steps.
@@ -91,4 +91,16 @@ def best_hypotheses(task, generator, models, tokens: List[torch.Tensor],
     best = [None] * len(tokens)
     for row, position in enumerate(positions):
         best[position] = hypotheses[row][0]
+    return best
+
+
+def decode_in_batches(task, generator, models, tokens: List[torch.Tensor], batch_size: int,
+                      max_tokens: Optional[int] = None) -> List[dict]:
+    """Best hypothesis of each source (S_i,) in input order, decoded in :func:`length_sorted_batches`; each
+    source's id is its position in ``tokens``."""
+    best = [None] * len(tokens)
+    for batch in length_sorted_batches([len(t) for t in tokens], batch_size, max_tokens):
+        hypotheses = best_hypotheses(task, generator, models, [tokens[i] for i in batch], ids=batch)
+        for position, hypothesis in zip(batch, hypotheses):
+            best[position] = hypothesis
     return best

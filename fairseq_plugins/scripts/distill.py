@@ -163,13 +163,9 @@ class Translator:
         from fairseq_plugins import inference
 
         encoded = [inference.encode(self.src_dict, line) for line in lines]
-        outputs = [None] * len(lines)
-        lengths = [len(source) for source in encoded]
-        for batch in inference.length_sorted_batches(lengths, self.args.batch_size, self.args.max_tokens):
-            best = inference.best_hypotheses(self.task, self.generator, self.models, [encoded[i] for i in batch])
-            for i, hypothesis in zip(batch, best):
-                outputs[i] = self.tgt_dict.string(hypothesis["tokens"].int().cpu())
-        return outputs
+        best = inference.decode_in_batches(self.task, self.generator, self.models, encoded, self.args.batch_size,
+                                           self.args.max_tokens)
+        return [self.tgt_dict.string(hypothesis["tokens"].int().cpu()) for hypothesis in best]
 
 
 def translate_chunk(translator, lines, refs, first_line, max_source_len):
