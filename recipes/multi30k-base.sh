@@ -10,7 +10,7 @@
 #       sentencepiece model and dictionaries: OUT/pair is laid out as checkpoints/demo
 #   5/5 the latency tables: recipes/benchmark-demo.sh on OUT/pair, every row side by side on test2016 at batch 1
 #       and 32, one thread -> DOC (docs/benchmarks.md), sections base-cpu-b1 and base-cpu-b32
-#   bash recipes/multi30k-base.sh                # on one CPU core: the verifier ~9 h, the drafters ~1 day
+#   bash recipes/multi30k-base.sh                # on one CPU core: the verifier ~9 h, the drafters ~6 h
 #   DEVICE=cuda bash recipes/multi30k-base.sh    # trains on a GPU (float16; the paper's 6+6 drafter), times on CPU
 #   DRY_RUN=1 OUT=/tmp/base bash recipes/multi30k-base.sh   # every stage on a tiny slice and tiny models
 # Extra arguments go to the latency harness (e.g. --device cuda, with SECTION_PREFIX=base-gpu).
@@ -23,8 +23,9 @@ main() {
   DEVICE=${DEVICE:-cpu}                   # cpu | cuda: where the models train
   NUM_AVG=${NUM_AVG:-5}; [ "$DRY_RUN" = 1 ] && NUM_AVG=2
   DRAFTER_SETTING=${DRAFTER_SETTING:-$([ "$DEVICE" = cuda ] && echo paper-drafter-table7 || echo small-drafter)}
-  # the block drafter's updates (0: its setting's epochs). On one CPU core it trains ~0.13 updates/s at this size
-  # and an epoch of the distillation (3 x 29k pairs) is ~400 updates: 4,000 updates take ~9 h, 40 epochs ~35 h
+  # the block drafter's updates (0: its setting's epochs). On one core of a CPU with bfloat16 kernels it trains
+  # ~0.4 updates/s at this size (~0.17 in float32) and an epoch of the distillation (3 x 29k pairs) is ~400 updates:
+  # 4,000 updates take ~3 h, 40 epochs ~12 h
   DRAFTER_MAX_UPDATE=${DRAFTER_MAX_UPDATE:-$([ "$DEVICE" = cuda ] && echo 0 || echo 4000)}
   BATCH_SIZES=${BATCH_SIZES:-1 32}; TEST_SPLITS=${TEST_SPLITS:-test}
   SECTION_PREFIX=${SECTION_PREFIX:-base-cpu}

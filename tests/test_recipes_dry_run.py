@@ -176,6 +176,19 @@ def test_autocast_bf16_trains_the_plugin_task_under_cpu_autocast(stub_bin, tmp_p
 
 
 @pytest.mark.slow
+def test_small_drafter_setting_trains_under_autocast_where_the_cpu_has_it(stub_bin, tmp_path):
+    """The drafter setting of bring-your-own-model.sh on a CPU: AUTOCAST defaults to auto, so bfloat16 autocast
+    where this CPU has the kernels (the real Python decides), and AUTOCAST=off still turns it off."""
+    from fairseq_plugins.training.cpu_autocast import bf16_supported
+    common = dict(SETTING="small-drafter", SAVE_DIR=str(tmp_path / "s"), CPU="1", PYTHON=sys.executable)
+    argv = stub_train(stub_bin, **common)
+    assert ("--cpu-autocast" in argv) == bf16_supported()
+    if bf16_supported():
+        assert argv[argv.index("--cpu-autocast") + 1] == "bf16"
+    assert "--cpu-autocast" not in stub_train(stub_bin, AUTOCAST="off", **common)
+
+
+@pytest.mark.slow
 def test_training_without_data_or_environment_is_one_line(stub_bin, tmp_path):
     """train-at.sh (verifiers, teachers, drafters) stops before fairseq-train: a data folder without the
     source dictionary, or a PYTHON that cannot import torch and fairseq (no README install active)."""
