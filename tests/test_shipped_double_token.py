@@ -13,12 +13,17 @@ DEMO = REPO / "checkpoints" / "demo"
 pytestmark = pytest.mark.skipif(not (PAIR / "bidirectional.pt").exists(), reason="no shipped double-token pair")
 
 
+def interactive(name, *extra, text="", check=True):
+    """fairseq-interactive with the shipped ``name``.pt on ``text`` (the CompletedProcess)."""
+    return run_cli("fairseq-interactive", DEMO, "--user-dir", PLUGIN_DIR, "--task", "double_token_translation",
+                   "-s", "en", "-t", "de", "--bpe", "sentencepiece", "--sentencepiece-model",
+                   DEMO / "sentencepiece.model", "--path", PAIR / f"{name}.pt", "--cpu", *extra, input=text,
+                   check=check)
+
+
 def translate(name, *extra):
     """``{sentence id: detokenized output}`` of fairseq-interactive on the demo sentences."""
-    proc = run_cli("fairseq-interactive", DEMO, "--user-dir", PLUGIN_DIR, "--task", "double_token_translation",
-                   "-s", "en", "-t", "de", "--bpe", "sentencepiece", "--sentencepiece-model",
-                   DEMO / "sentencepiece.model", "--path", PAIR / f"{name}.pt", "--cpu", *extra,
-                   input=(DEMO / "sentences.en").read_text())
+    proc = interactive(name, *extra, text=(DEMO / "sentences.en").read_text())
     return {int(i): text for i, text in re.findall(r"^D-(\d+)\t\S+\t(.*)$", proc.stdout, flags=re.M)}
 
 
@@ -41,7 +46,6 @@ def test_both_decode_the_demo_sentences_in_their_order_and_mostly_agree():
     assert all(text.strip() for text in [*single.values(), *bidirectional.values()])
     agree = sum(single[i] == bidirectional[i] for i in single)
     assert agree >= len(sentences) // 2, (single, bidirectional)
-    wrong_order = run_cli("fairseq-interactive", DEMO, "--user-dir", PLUGIN_DIR, "--task", "double_token_translation",
-                          "-s", "en", "-t", "de", "--path", PAIR / "single_l2r.pt", "--cpu", input="", check=False)
+    wrong_order = interactive("single_l2r", check=False)
     assert wrong_order.returncode != 0
     assert "trained with --target-order single_l2r, not bidirectional" in wrong_order.stderr.strip().splitlines()[-1]
