@@ -252,19 +252,21 @@ def patch_distributed_model(module):
 
 
 def patch_distributed_utils(module):
-    """Destroy the process group when a distributed worker's training returns: left to the
-    interpreter's exit, gloo's threads can abort a worker after training finished
-    ("terminate called without an active exception", seen with torchrun on a busy CPU)."""
+    """When a distributed worker's training returns, wait for every worker, then destroy the
+    process group: left to the interpreter's exit, or destroyed while another worker still
+    talks to it, gloo's threads can abort a worker after training finished ("terminate called
+    without an active exception", seen with torchrun on a busy CPU).  After an exception
+    nothing is waited for (the other workers may never arrive)."""
     original = module.distributed_main
 
     def distributed_main(i, main, cfg, kwargs):
         import torch.distributed as dist
 
-        try:
-            return original(i, main, cfg, kwargs)
-        finally:
-            if dist.is_available() and dist.is_initialized():
-                dist.destroy_process_group()
+        result = original(i, main, cfg, kwargs)
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier()
+            dist.destroy_process_group()
+        return result
 
     module.distributed_main = distributed_main
 
