@@ -2,6 +2,7 @@
 and greedy's output, over random verifiers/drafters, ragged batches, fixed and adaptive length."""
 import pytest
 import torch
+from torch import nn
 from fairseq.sequence_generator import SequenceGenerator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -178,26 +179,51 @@ def test_int8_drafter_proposes_close_to_the_float_one():
     assert 0 < error < 0.05  # int8 is an approximation, a close one
 
 
-def test_drafter_precision_option():
-    """auto = float16-stored weights (rounded) for lossless specdec on an x86 CPU, int8 where
-    fbgemm has no float16 product, else float (a float32 cache on a CPU: float16-stored weights
-    where they are float16 numbers, packed elsewhere); fp16 and int8 refused where they cannot run."""
+@pytest.mark.skipif(not half_weights_available(), reason="no fbgemm float16 linear")
+def test_int8_products_run_small_weights_as_their_fallback():
+    """``Int8Linears``: a weight under ``min_elements`` runs as the fallback (here float16-stored weights, rounded:
+    exactly the fallback's product, not F.linear's), a larger one in int8 (an approximation of F.linear)."""
+    from fairseq_plugins.decoding.linears import Int8Linears
+
+    torch.manual_seed(0)
+    small, large = nn.Linear(16, 8), nn.Linear(64, 32)
+    x_small, x_large = torch.randn(5, 16), torch.randn(5, 64)
+    fallback = HalfWeightLinears(round_weights=True)
+    products = Int8Linears(min_elements=16 * 8 + 1, fallback=fallback)
+    assert torch.equal(products(small)(x_small), fallback(small)(x_small))
+    assert not torch.equal(products(small)(x_small), small(x_small))  # the weights were rounded to float16
+    int8 = products(large)(x_large)
+    assert not torch.equal(int8, fallback(large)(x_large))
+    torch.testing.assert_close(int8, large(x_large), rtol=0, atol=0.05)
+    assert list(products.packed) == [(id(large), 0)]  # only the large weight was packed in int8
+
+
+@pytest.mark.parametrize("capability", ["AVX512", "AVX2"])
+def test_drafter_precision_option(monkeypatch, capability):
+    """auto, for lossless specdec on a CPU: int8 (its small weights float16-stored, rounded) on an
+    AVX-512 CPU or where fbgemm has no float16 product, float16-stored weights (rounded) on other
+    x86 CPUs; else float (a float32 cache on a CPU: float16-stored weights where they are float16
+    numbers, packed elsewhere); fp16 and int8 refused where they cannot run."""
     from types import SimpleNamespace
 
-    from fairseq_plugins.decoding.linears import Int8Linears, PackedLinears, packed_available
+    from fairseq_plugins.decoding.linears import Int8Linears, PackedLinears, int8_available, packed_available
     from fairseq_plugins.decoding.specdec import drafter_linear
     from fairseq_plugins_compat.errors import PluginError
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
 
     def chosen(precision, name, model):
         return drafter_linear(SimpleNamespace(drafter_precision=precision), name, model)
 
     drafter = build_drafter(DICT, seed=1)
     auto = chosen("auto", "specdec", drafter)
-    if half_weights_available():
+    if half_weights_available() and capability == "AVX2":
         assert isinstance(auto, HalfWeightLinears) and auto.round_weights
         assert isinstance(chosen("fp16", "specdec++", drafter), HalfWeightLinears)
-    else:
+    elif int8_available():
         assert isinstance(auto, Int8Linears)
+        if half_weights_available():
+            assert isinstance(auto.fallback, HalfWeightLinears) and auto.fallback.round_weights
     float32 = HalfWeightLinears if half_weights_available() else PackedLinears if packed_available() else type(None)
     for precision, name in (("auto", "specdec++"), ("float", "specdec")):
         linear = chosen(precision, name, drafter)

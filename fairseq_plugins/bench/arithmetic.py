@@ -22,11 +22,14 @@ def dtype_name(model) -> str:
 def products(linear, model) -> str:
     """What a linears factory (``decoding.linears``; None or ``F.linear``: as loaded) ran for ``model``'s
     weights: float16-stored weights when it packed any as float16 (rounded ones said so), int8, else the
-    model's dtype; :class:`RowInt8Linears`: int8, and the float16-stored weights where it stored small ones so."""
-    from fairseq_plugins.decoding.linears import HalfWeightLinears, Int8Linears, RowInt8Linears
+    model's dtype; :class:`RowInt8Linears` and :class:`Int8Linears`: int8, and what ran their smaller weights where
+    that differs from the model's dtype."""
+    from fairseq_plugins.decoding.linears import HalfWeightLinears, Int8Linears, RowInt8Linears, float_linear
 
     if isinstance(linear, Int8Linears):
-        return "int8 weights and inputs"
+        small = products(linear.fallback, model) if linear.fallback is not float_linear else dtype_name(model)
+        return "int8 weights and inputs" if small == dtype_name(model) else \
+            f"int8 weights and inputs (smaller weights: {small})"
     if isinstance(linear, RowInt8Linears):
         small = products(linear.half, model)
         return ROW_INT8 if small == dtype_name(model) else f"{ROW_INT8} (smaller weights: {small})"

@@ -229,17 +229,19 @@ class Int8Linears(_SmallWeightsOnFloat):
     and int8 dynamically quantised inputs (fbgemm, CPU).  On a CPU the small per-token
     matrix products of a decoder are bounded by reading the weights from memory: int8
     weights are a quarter of the bytes (a 1024x256 product at 3 tokens: ~18 us instead of
-    ~50-130 us for float32).  Weights of fewer than ``min_elements`` elements keep
-    ``F.linear`` (:data:`SMALL_WEIGHT`).  Each module is packed once and reused across batches."""
+    ~50-130 us for float32).  Weights of fewer than ``min_elements`` elements (:data:`SMALL_WEIGHT`),
+    where int8's fixed cost per call is larger, run as ``fallback`` (default ``F.linear``).  Each module is
+    packed once and reused across batches."""
 
-    def __init__(self, min_elements: Optional[int] = None):
+    def __init__(self, min_elements: Optional[int] = None, fallback: Optional[Callable] = None):
         super().__init__(min_elements)
+        self.fallback = float_linear if fallback is None else fallback
         self.packed = {}  # (id(module), rows) -> (module, fbgemm packed weight)
 
     def __call__(self, module: nn.Linear, rows: int = 0) -> Linear:
         weight, bias = _first_rows(module, rows)
         if self.is_small(weight):
-            return float_linear(module, rows)
+            return self.fallback(module, rows)
         key = (id(module), rows)
         if key not in self.packed:  # the module is kept with its pack so that its id is not reused
             self.packed[key] = (module, self._pack(weight, bias))
