@@ -126,8 +126,8 @@ def test_profile_splits_one_iteration_into_its_parts(profiled):
 def test_profile_table_in_the_markdown(profiled):
     out, _ = profiled
     text = (out / "t.md").read_text()
-    assert "## Cost of one iteration (greedy steps)" in text
-    table = [line for line in text.split("## Cost of one iteration")[1].splitlines() if line.startswith("|")]
+    assert "**Cost of one iteration (greedy steps)**" in text
+    table = [line for line in text.split("**Cost of one iteration")[1].splitlines() if line.startswith("|")]
     assert [line.split("|")[1].strip() for line in table[2:]] == PROFILED
 
 

@@ -106,7 +106,7 @@ PROFILE_COLUMNS = ("decoder", "batch", "iterations", "greedy steps / iteration",
 
 def profile_table(entries: List[dict]) -> List[str]:
     """The --profile table: one iteration's cost in greedy steps, split into its parts."""
-    lines = ["## Cost of one iteration (greedy steps)", "",
+    lines = ["**Cost of one iteration (greedy steps)**", "",
              "One greedy step = `beam1`'s total time / its decoder steps (output tokens with EOS; at batch size "
              "B > 1 the longest output of each batch).  Measured on one extra untimed pass with the core's "
              "sections timed (CUDA synchronised): encoder = once per batch (verifier encoder, its cache, the "
