@@ -14,7 +14,8 @@ from fairseq_plugins.decoding.acceptance import is_lossless
 from fairseq_plugins.decoding.builder import build_speculative, load_drafter
 from fairseq_plugins.decoding.drafters import Draft, Drafter
 from fairseq_plugins.decoding.built_once import BuiltOnce
-from fairseq_plugins.decoding.linears import Int8Linears, float32_linears, half_weights_available, int8_available
+from fairseq_plugins.decoding.linears import (SMALL_WEIGHT, Int8Linears, float32_linears, half_weights_available,
+                                              int8_available)
 from fairseq_plugins.decoding.options import HEAD_CANDIDATES, DrafterModelOptions, head_candidates
 from fairseq_plugins.decoding.registry import register_decoder
 from fairseq_plugins.decoding.drafter_cache import DrafterCache, reorder_encoder_out
@@ -200,10 +201,10 @@ def auto_drafter_precision(lossless_cpu: bool, float_cache: bool) -> str:
 
 
 def drafter_linear(opts, name: str, drafter):
-    """How the drafter cache runs an nn.Linear (``--drafter-precision``): ``Int8Linears``
-    (int8; its small weights as fp16), ``HalfWeightLinears`` rounding its weights to float16 (fp16), or for float, on a
-    CPU with a float32 cache, ``HalfWeightLinears`` for weights that are float16 numbers and
-    ``PackedLinears`` for the others; None (as loaded) otherwise."""
+    """How the drafter cache runs an nn.Linear (``--drafter-precision``): ``Int8Linears`` (int8; its small
+    weights as fp16), ``HalfWeightLinears`` rounding its weights to float16 (fp16), or for float, on a CPU
+    with a float32 cache, ``HalfWeightLinears`` for weights that are float16 numbers and ``PackedLinears``
+    for the others; None (as loaded) otherwise."""
     precision = opts.drafter_precision
     param = next(drafter.parameters())
     on_cpu = param.device.type == "cpu"
@@ -224,7 +225,9 @@ def drafter_linear(opts, name: str, drafter):
         raise PluginError("--drafter-precision fp16 needs the drafter cache (a drafter trained with "
                           "--prefix-attention causal) in float32; use float")
     if precision == "int8":
-        logger.info(f"{name}: the drafter's matrix products run in int8 (--drafter-precision float: as loaded)")
+        small = "stored as float16 (rounded), in float32 arithmetic" if half_weights_available() else "in float32"
+        logger.info(f"{name}: the drafter's matrix products run in int8, its weights under {SMALL_WEIGHT} elements "
+                    f"{small} (--drafter-precision float: as loaded)")
         return Int8Linears(fallback=float32_linears(round_weights=True))
     if not float_cache:
         return None
