@@ -19,20 +19,22 @@ def dtype_name(model) -> str:
     return str(next(model.parameters()).dtype).replace("torch.", "")
 
 
+def _with_smaller(large: str, small: str, model) -> str:
+    """An int8 factory's cell: its int8 products, and what ran its smaller weights unless the model's dtype."""
+    return large if small == dtype_name(model) else f"{large} (smaller weights: {small})"
+
+
 def products(linear, model) -> str:
     """What a linears factory (``decoding.linears``; None or ``F.linear``: as loaded) ran for ``model``'s
     weights: float16-stored weights when it packed any as float16 (rounded ones said so), int8, else the
     model's dtype; :class:`RowInt8Linears` and :class:`Int8Linears`: int8, and what ran their smaller weights where
     that differs from the model's dtype."""
-    from fairseq_plugins.decoding.linears import HalfWeightLinears, Int8Linears, RowInt8Linears, float_linear
+    from fairseq_plugins.decoding.linears import HalfWeightLinears, Int8Linears, RowInt8Linears
 
     if isinstance(linear, Int8Linears):
-        small = products(linear.fallback, model) if linear.fallback is not float_linear else dtype_name(model)
-        return "int8 weights and inputs" if small == dtype_name(model) else \
-            f"int8 weights and inputs (smaller weights: {small})"
+        return _with_smaller("int8 weights and inputs", products(linear.fallback, model), model)
     if isinstance(linear, RowInt8Linears):
-        small = products(linear.half, model)
-        return ROW_INT8 if small == dtype_name(model) else f"{ROW_INT8} (smaller weights: {small})"
+        return _with_smaller(ROW_INT8, products(linear.half, model), model)
     if isinstance(linear, HalfWeightLinears) and any(entry[-1] is not None for entry in linear.halves.values()):
         return FLOAT16_STORED.replace("weights", "weights (rounded)") if linear.round_weights else FLOAT16_STORED
     return dtype_name(model)
