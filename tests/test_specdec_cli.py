@@ -126,12 +126,14 @@ def test_input_longer_than_max_positions(reverse_data, tiny_checkpoint, drafter)
     assert "Traceback" not in proc.stderr
 
 
-def moved_checkpoint(checkpoint, tmp_path, name):
-    """A copy of ``checkpoint`` whose saved data folder does not exist (trained on another machine)."""
+def moved_checkpoint(checkpoint, tmp_path, name, **task):
+    """A copy of ``checkpoint`` whose saved data folder does not exist (trained on another machine), its task's
+    settings changed by ``task``."""
     import torch
 
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)
     state["cfg"]["task"]["data"] = str(tmp_path / "gone" / "data-bin")
+    state["cfg"]["task"].update(task)
     torch.save(state, tmp_path / name)
     return tmp_path / name
 
@@ -154,6 +156,16 @@ def test_drafter_trained_elsewhere_with_another_dictionary_is_a_one_line_error(r
                    "--decoding", "specdec", "--gen-subset", "test", check=False)
     assert proc.returncode != 0
     assert "does not fit the verifier's dictionaries" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_drafter_of_other_languages_is_a_one_line_error(reverse_data, tiny_checkpoint, drafter, tmp_path):
+    moved = moved_checkpoint(drafter, tmp_path, "moved_xx.pt", source_lang="xx", target_lang="yy")
+    proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--drafter-path", moved,
+                   "--decoding", "specdec", "--gen-subset", "test", check=False)
+    assert proc.returncode != 0
+    assert "was trained on other languages" in proc.stderr and "no dict.xx.txt" in proc.stderr, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
 
 
 def alignments(output):

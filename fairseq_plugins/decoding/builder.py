@@ -2,6 +2,7 @@
 checkpoint when the decoder needs one, and returns a ``SpeculativeGenerator``."""
 import atexit
 import logging
+import os
 
 import torch
 
@@ -105,4 +106,7 @@ def load_with_dictionaries_of(task, path, missing):
     except RuntimeError as error:  # size mismatch in load_state_dict
         raise PluginError(f"drafter {path} does not fit the verifier's dictionaries in {data} (its own, "
                           f"{missing.filename}, is not here): {str(error).splitlines()[-1].strip()}") from None
+    except FileNotFoundError as other:  # trained on other languages than the verifier's data holds
+        raise PluginError(f"drafter {path} was trained on other languages: {data} has no "
+                          f"{os.path.basename(other.filename)} (is it this verifier's drafter?)") from None
     return models, drafter_task
