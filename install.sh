@@ -86,9 +86,10 @@ use_pip_24
 REQUIREMENTS=requirements.txt
 if [ -n "$WHEELHOUSE" ]; then  # optional requirements that are not in the wheelhouse are skipped
   REQUIREMENTS=$WORK_DIR/requirements.txt
+  available=$(ls "$WHEELHOUSE" | tr 'A-Z_' 'a-z-')  # file names as normalised project names
   while IFS= read -r line; do
     name=$(sed 's/[ #<>=;\[].*//' <<< "$line" | tr 'A-Z_' 'a-z-')
-    if [[ "$line" == *"# optional"* ]] && ! ls "$WHEELHOUSE" | tr 'A-Z_' 'a-z-' | grep -q "^$name-"; then
+    if [[ "$line" == *"# optional"* ]] && ! grep -q "^$name-" <<< "$available"; then
       echo "skipped (not in $WHEELHOUSE): $line" >&2; continue
     fi
     echo "$line"
