@@ -22,19 +22,17 @@ if [ -n "$WHEELHOUSE" ]; then
   [ -d "$WHEELHOUSE" ] || { echo "install.sh: WHEELHOUSE=$WHEELHOUSE is not a folder" >&2; exit 2; }
   INDEX=(--no-index --find-links "$(cd "$WHEELHOUSE" && pwd)")
 fi
-pip_install() { "$PYTHON" -m pip install --disable-pip-version-check "${INDEX[@]}" "$@"; }
+PIP=("$PYTHON" -m pip)  # use_pip_24 may replace it
+pip_install() { "${PIP[@]}" install --disable-pip-version-check "${INDEX[@]}" "$@"; }
 
 # pip 24.0, for omegaconf 2.0.6 (fairseq 0.12.2 needs omegaconf<2.1), whose metadata pip >= 24.1 rejects: the
 # environment's own pip where it is older, else pip 24.0 run from its wheel (the environment's pip is left as it is)
 use_pip_24() {
   if ! "$PYTHON" -c 'import sys, pip; sys.exit(tuple(map(int, pip.__version__.split(".")[:2])) >= (24, 1))'; then
-    "$PYTHON" -m pip download --disable-pip-version-check "${INDEX[@]}" -q --no-deps -d "$WORK_DIR" pip==24.0
-    pip_install() { "$PYTHON" "$WORK_DIR/pip-24.0-py3-none-any.whl/pip" install --disable-pip-version-check \
-                      "${INDEX[@]}" "$@"; }
-    pip_download() { "$PYTHON" "$WORK_DIR/pip-24.0-py3-none-any.whl/pip" download --disable-pip-version-check "$@"; }
+    "${PIP[@]}" download --disable-pip-version-check "${INDEX[@]}" -q --no-deps -d "$WORK_DIR" pip==24.0
+    PIP=("$PYTHON" "$WORK_DIR/pip-24.0-py3-none-any.whl/pip")
   fi
 }
-pip_download() { "$PYTHON" -m pip download --disable-pip-version-check "$@"; }
 
 # --download DIR: requirements.txt's packages for this Python and platform (pure-Python source releases built
 # into wheels), pip 24.0, setuptools and wheel, and fairseq 0.12.2's source release (built where it is installed)
@@ -43,7 +41,7 @@ if [ "${1:-}" = --download ]; then
   mkdir -p "$2"; DIR=$(cd "$2" && pwd)
   WORK_DIR=$(mktemp -d); trap 'rm -rf "$WORK_DIR"' EXIT
   use_pip_24
-  pip_download -d "$DIR" -r requirements.txt pip==24.0 setuptools wheel
+  "${PIP[@]}" download --disable-pip-version-check -d "$DIR" -r requirements.txt pip==24.0 setuptools wheel
   "$PYTHON" - "$DIR" <<'PY'  # pip would build fairseq to read its metadata, which needs torch: PyPI's file as it is
 import hashlib, json, sys, urllib.request
 index = urllib.request.Request("https://pypi.org/simple/fairseq/",
@@ -55,7 +53,7 @@ open(f"{sys.argv[1]}/{sdist['filename']}", "wb").write(data)
 PY
   for sdist in "$DIR"/*.tar.gz "$DIR"/*.zip; do
     [ -e "$sdist" ] && [[ "$(basename "$sdist")" != fairseq-* ]] || continue
-    "$PYTHON" -m pip wheel --disable-pip-version-check -q --no-deps -w "$DIR" "$sdist" && rm "$sdist"
+    "${PIP[@]}" wheel --disable-pip-version-check -q --no-deps -w "$DIR" "$sdist" && rm "$sdist"
   done
   echo "wheelhouse for Python $("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])'): $DIR" \
        "($(du -sh "$DIR" | cut -f1)); install there with: WHEELHOUSE=DIR bash install.sh"
