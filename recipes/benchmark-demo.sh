@@ -2,9 +2,9 @@
 # The shipped demo pair's latency tables in docs/benchmarks.md, from a fresh clone (after `bash install.sh`):
 # Multi30k test2016 prepared with the pair's own sentencepiece model and dictionaries, then every row side by side
 # at batch 1, one thread: fairseq greedy (beam1) and beam 5, the plugin's greedy (the lean verifier, nothing
-# drafted), specdec, specdec++ with drafter-beam5.pt, iad, jacobi, gs-jacobi, oracle, bound, drafter-only, greedy,
-# specdec and iad with int8 products (--verifier-matmul int8), CTranslate2 greedy and beam 5 in each of float32,
-# int8, int16 and bfloat16 that this CPU's CTranslate2 runs (CT2_COMPUTE_TYPES).
+# drafted), specdec, specdec++ with drafter-beam5.pt (where the pair has one), iad, jacobi, gs-jacobi, oracle,
+# bound, drafter-only, greedy, specdec and iad with int8 products (--verifier-matmul int8), CTranslate2 greedy and
+# beam 5 in each of float32, int8, int16 and bfloat16 that this CPU's CTranslate2 runs (CT2_COMPUTE_TYPES).
 # Each table replaces its section of DOC (<!-- bench:demo-cpu-b1 --> ...), nothing else.
 #   bash recipes/benchmark-demo.sh                         # test2016, batch 1: section demo-cpu-b1
 #   BATCH_SIZES="1 32" TEST_SPLITS="test test1" bash recipes/benchmark-demo.sh
@@ -35,7 +35,7 @@ OUT_DIR=${OUT_DIR:-$RUNS/benchmark-demo}
 DOC=${DOC:-$REPO/docs/benchmarks.md}
 need_fairseq
 check_inputs "DEMO/verifier.pt=$DEMO/verifier.pt" "DEMO/drafter.pt=$DEMO/drafter.pt" \
-  "DEMO/drafter-beam5.pt=$DEMO/drafter-beam5.pt" "DEMO/sentencepiece.model=$DEMO/sentencepiece.model"
+  "DEMO/sentencepiece.model=$DEMO/sentencepiece.model"
 
 # 1. Multi30k prepared with the demo pair's sentencepiece model and dictionaries (DRY_RUN: the first lines only)
 demo_test_data "$OUT_DIR" "$TEST_SPLITS"
@@ -43,7 +43,11 @@ demo_test_data "$OUT_DIR" "$TEST_SPLITS"
 # 2. one harness run per test set and batch size; paths relative to the clone (they are printed in the tables)
 cd "$REPO"
 demo=$(relative "$DEMO")
-DECODERS=${DECODERS:-beam1,greedy,beam5,specdec,specdec++:drafter_path=$demo/drafter-beam5.pt,iad,jacobi,gs-jacobi,\
+specdec_pp=specdec++:drafter_path=$demo/drafter-beam5.pt,
+if [ -z "$DECODERS" ] && [ ! -s "$DEMO/drafter-beam5.pt" ]; then
+  log "no $demo/drafter-beam5.pt: no specdec++ row"; specdec_pp=""
+fi
+DECODERS=${DECODERS:-beam1,greedy,beam5,specdec,${specdec_pp}iad,jacobi,gs-jacobi,\
 oracle,bound,drafter-only,greedy:verifier_matmul=int8,specdec:verifier_matmul=int8,iad:verifier_matmul=int8}
 for split in $TEST_SPLITS; do
   name=$([ "$split" = test ] && echo "" || echo "-test2017")

@@ -6,8 +6,8 @@
 #   3/5 its last NUM_AVG epochs averaged and exported with float16-number weights -> OUT/pair/verifier.pt
 #   4/5 bring-your-own-model.sh's drafters for it: the block drafter on its greedy distillation (with MORE_SOURCES
 #       passes of word-substituted sources), its sequential head, SpecDec++'s drafter fine-tuned on beam-5
-#       translations -> OUT/pair/drafter.pt and OUT/pair/drafter-beam5.pt (float16-number weights), beside the
-#       sentencepiece model and dictionaries: OUT/pair is laid out as checkpoints/demo
+#       translations (SPECDEC_PP=0: none) -> OUT/pair/drafter.pt and OUT/pair/drafter-beam5.pt (float16-number
+#       weights), beside the sentencepiece model and dictionaries: OUT/pair is laid out as checkpoints/demo
 #   5/5 the latency tables: recipes/benchmark-demo.sh on OUT/pair, every row side by side on test2016 at batch 1
 #       and 32, one thread -> DOC (docs/benchmarks.md), sections base-cpu-b1 and base-cpu-b32
 #   bash recipes/multi30k-base.sh                # on one CPU core: the verifier ~9 h, the drafters ~6 h
@@ -27,6 +27,7 @@ main() {
   # ~0.4 updates/s at this size (~0.17 in float32) and an epoch of the distillation (3 x 29k pairs) is ~400 updates:
   # 4,000 updates take ~3 h, 40 epochs ~12 h
   DRAFTER_MAX_UPDATE=${DRAFTER_MAX_UPDATE:-$([ "$DEVICE" = cuda ] && echo 0 || echo 4000)}
+  SPECDEC_PP=${SPECDEC_PP:-1}             # 0: no SpecDec++ drafter (and no specdec++ row)
   BATCH_SIZES=${BATCH_SIZES:-1 32}; TEST_SPLITS=${TEST_SPLITS:-test}
   SECTION_PREFIX=${SECTION_PREFIX:-base-cpu}
   DOC=${DOC:-$([ "$DRY_RUN" = 1 ] && echo "$OUT/benchmarks.md" || echo "$REPO/docs/benchmarks.md")}
@@ -41,7 +42,8 @@ main() {
   if all_exist "$pair/verifier.pt"; then log "verifier exported already: $pair/verifier.pt"
   else train_verifier "$OUT/verifier" "$pair/verifier.pt"; fi
   log "4/5 drafters ($DRAFTER_SETTING) by recipes/bring-your-own-model.sh -> $byo, $pair"
-  if all_exist "$pair/drafter.pt" "$pair/drafter-beam5.pt"; then log "drafters exported already: $pair"
+  local drafters=("$pair/drafter.pt"); [ "$SPECDEC_PP" = 0 ] || drafters+=("$pair/drafter-beam5.pt")
+  if all_exist "${drafters[@]}"; then log "drafters exported already: $pair"
   else train_drafters "$pair" "$byo"; fi
   log "5/5 latency tables -> $DOC (sections $SECTION_PREFIX-b*)"
   DEMO=$pair MULTI30K_DIR=$DATA_DIR/raw OUT_DIR=$OUT/benchmark BATCH_SIZES=$BATCH_SIZES TEST_SPLITS=$TEST_SPLITS \
@@ -85,8 +87,8 @@ train_drafters() {
     bash "$REPO/recipes/bring-your-own-model.sh"
   local drafter=$byo/drafter-head/drafter.pt
   [ "${HEAD_UPDATES:-1}" = 0 ] && drafter=$byo/drafter/${DRAFTER_CHECKPOINT:-checkpoint_best.pt}
-  "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$byo/drafter-beam/checkpoint_last.pt" \
-    "$pair/drafter-beam5.pt" --fp16
+  [ "$SPECDEC_PP" = 0 ] || "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint \
+    "$byo/drafter-beam/checkpoint_last.pt" "$pair/drafter-beam5.pt" --fp16
   "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$drafter" "$pair/drafter.pt.part" --fp16
   cp "$DATA_DIR/spm/spm.model" "$pair/sentencepiece.model"
   cp "$DATA_DIR/bin/dict.en.txt" "$DATA_DIR/bin/dict.de.txt" "$pair/"
