@@ -10,7 +10,7 @@
 #   1/6 RAW encoded with SPM_MODEL, binarized with the dictionaries -> OUT/data/bin   (data/prepare-with-model.sh)
 #   2/6 distillation: the verifier translates the training sources and MORE_SOURCES passes of word-substituted
 #       ones (DISTILL_BEAM 1: greedy, what lossless SpecDec accepts) -> OUT/distilled/bin
-#   3/6 block drafter: the verifier's encoder, embeddings and sizes; DRAFTER_SETTING by its width -> OUT/drafter
+#   3/6 block drafter: the verifier's encoder, embeddings and sizes; DRAFTER_SETTING by its width (on a CPU: the small one) -> OUT/drafter
 #   4/6 sequential head (HEAD_UPDATES, 0: none): trained on the same distillation, the drafter frozen -> OUT/drafter-head/drafter.pt
 #   5/6 SpecDec++ drafter (SPECDEC_PP=1): the verifier's beam-PP_BEAM translations, the block drafter fine-tuned
 #       on them -> OUT/drafter-beam/checkpoint_last.pt
@@ -33,7 +33,7 @@ main() {
   DEVICE=${DEVICE:-auto}                  # auto | cpu | cuda (distillation, drafter, latency)
   FP16=${FP16:-auto}                      # auto: 1 on cuda, 0 on cpu
   DISTILL_BEAM=${DISTILL_BEAM:-1}         # 1: the verifier's greedy output, what the drafter has to guess
-  DRAFTER_SETTING=${DRAFTER_SETTING:-auto}  # auto: small-drafter (embeddings < 512) | paper-drafter-table7
+  DRAFTER_SETTING=${DRAFTER_SETTING:-auto}  # auto: small-drafter (embeddings < 512, or on a CPU) | paper-drafter-table7
   DRAFTER_ARCH=${DRAFTER_ARCH:-auto}      # auto: block_drafter_big (embeddings >= 1024) | block_drafter
   DRAFTER_CHECKPOINT=${DRAFTER_CHECKPOINT:-checkpoint_best.pt}   # of OUT/drafter (best: SpecDec tokens/iteration on valid)
   MORE_SOURCES=${MORE_SOURCES:-2}         # passes of word substitutions over the training sources (0: none)
@@ -126,12 +126,14 @@ resolve_device() {
   if [ "$FP16" = auto ]; then FP16=$([ "$DEVICE" = cuda ] && echo 1 || echo 0); fi
 }
 
-# choose_drafter: settings and arch by the verifier's width (the drafter takes its encoder and embeddings)
+# choose_drafter: settings and arch by the verifier's width (the drafter takes its encoder and embeddings); on a
+# CPU the small preset whatever the width (the paper's drafter, 300K updates of 128K tokens, is a GPU job)
 choose_drafter() {
   local size=small
   if [ "$VERIFIER_EMBED_DIM" -ge 1024 ]; then size=big; elif [ "$VERIFIER_EMBED_DIM" -ge 512 ]; then size=base; fi
   if [ "$DRAFTER_SETTING" = auto ]; then
-    DRAFTER_SETTING=paper-drafter-table7; [ "$size" = small ] && DRAFTER_SETTING=small-drafter
+    DRAFTER_SETTING=paper-drafter-table7
+    if [ "$size" = small ] || [ "$DEVICE" = cpu ]; then DRAFTER_SETTING=small-drafter; fi
   fi
   if [ "$DRAFTER_ARCH" = auto ]; then
     DRAFTER_ARCH=block_drafter; [ "$size" = big ] && DRAFTER_ARCH=block_drafter_big

@@ -180,3 +180,18 @@ def test_verifier_that_is_no_checkpoint_is_one_line(user_model, tmp_path):
     assert rc == 1 and "Traceback" not in log and "FAILED" not in log, log
     error = [line for line in log.splitlines() if "ERROR" in line]
     assert len(error) == 1 and str(not_a_checkpoint) in error[0], log
+
+
+@pytest.mark.parametrize("width,device,setting,arch", [
+    (256, "cuda", "small-drafter", "block_drafter"), (512, "cuda", "paper-drafter-table7", "block_drafter"),
+    (1024, "cuda", "paper-drafter-table7", "block_drafter_big"), (512, "cpu", "small-drafter", "block_drafter"),
+    (1024, "cpu", "small-drafter", "block_drafter_big")])
+def test_auto_drafter_follows_the_width_and_stays_small_on_a_cpu(width, device, setting, arch):
+    """DRAFTER_SETTING=auto: the paper's drafter (300K updates of 128K tokens) only where it can train, on CUDA."""
+    function = subprocess.run(["sed", "-n", "/^choose_drafter()/,/^}/p", str(RECIPE)], text=True,
+                              capture_output=True, check=True).stdout
+    proc = subprocess.run(["bash", "-c", f'{function}\nchoose_drafter; echo "$DRAFTER_SETTING $DRAFTER_ARCH"'],
+                          env={**os.environ, "VERIFIER_EMBED_DIM": str(width), "DEVICE": device,
+                               "DRAFTER_SETTING": "auto", "DRAFTER_ARCH": "auto"},
+                          text=True, capture_output=True, check=True)
+    assert proc.stdout.split() == [setting, arch]
