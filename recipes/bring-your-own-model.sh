@@ -10,8 +10,10 @@
 #   1/6 RAW encoded with SPM_MODEL, binarized with the dictionaries -> OUT/data/bin   (data/prepare-with-model.sh)
 #   2/6 distillation: the verifier translates the training sources and MORE_SOURCES passes of word-substituted
 #       ones (DISTILL_BEAM 1: greedy, what lossless SpecDec accepts) -> OUT/distilled/bin
-#   3/6 block drafter: the verifier's encoder, embeddings and sizes; DRAFTER_SETTING by its width (on a CPU: the small one) -> OUT/drafter
-#   4/6 sequential head (HEAD_UPDATES, 0: none): trained on the same distillation, the drafter frozen -> OUT/drafter-head/drafter.pt
+#   3/6 block drafter: the verifier's encoder, embeddings and sizes; DRAFTER_SETTING by its width (on a CPU: the
+#       small one) -> OUT/drafter
+#   4/6 sequential head (HEAD_UPDATES, 0: none): trained on the same distillation, the drafter frozen
+#       -> OUT/drafter-head/drafter.pt
 #   5/6 SpecDec++ drafter (SPECDEC_PP=1): the verifier's beam-PP_BEAM translations, the block drafter fine-tuned
 #       on them -> OUT/drafter-beam/checkpoint_last.pt
 #   6/6 latency / BLEU of every decoder on test, batch 1 -> OUT/results/latency-test.{md,png,json} (BENCH=0: none)
