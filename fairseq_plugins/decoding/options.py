@@ -50,7 +50,8 @@ class BlockSizeOptions:
     block_size: Optional[int] = field(
         default=None, metadata={"help": "k: tokens drafted per iteration (with --draft-length adaptive: the most); "
                                         "default: the drafter's training block size (specdec, drafter-only), 3 "
-                                        "(gs-jacobi, hybrid-jacobi), the rest of the input (iad, jacobi)",
+                                        "(gs-jacobi, hybrid-jacobi), the rest of the input (iad), the whole output "
+                                        "up to the maximum length (jacobi)",
                                 "aliases": ("k", "block", "b")})
 
 
