@@ -11,7 +11,7 @@
 #   5/5 the latency tables: recipes/benchmark-demo.sh on OUT/pair, every row side by side on test2016 at batch 1
 #       and 32, one thread -> DOC (docs/benchmarks.md), sections base-cpu-b1 and base-cpu-b32
 #   bash recipes/multi30k-base.sh                # on one CPU core: the verifier ~9 h, the drafters ~6 h
-#   DEVICE=cuda bash recipes/multi30k-base.sh    # trains on a GPU (float16; the paper's 6+6 drafter), times on CPU
+#   DEVICE=cuda bash recipes/multi30k-base.sh    # trains on a GPU (float16; the paper's 6-layer drafter), times on CPU
 #   DRY_RUN=1 OUT=/tmp/base bash recipes/multi30k-base.sh   # every stage on a tiny slice and tiny models
 # Extra arguments go to the latency harness (e.g. --device cuda, with SECTION_PREFIX=base-gpu).
 # shellcheck source-path=SCRIPTDIR
@@ -27,6 +27,8 @@ main() {
   # ~0.4 updates/s at this size (~0.17 in float32) and an epoch of the distillation (3 x 29k pairs) is ~400 updates:
   # 4,000 updates take ~3 h, 40 epochs ~12 h
   DRAFTER_MAX_UPDATE=${DRAFTER_MAX_UPDATE:-$([ "$DEVICE" = cuda ] && echo 0 || echo 4000)}
+  SHARE_ENCODER=${SHARE_ENCODER:-1}       # the drafter reads the verifier's encoder output (frozen, one encoder pass a
+                                          # sentence; what CUDA graphs need), also with the paper's setting (0: its own)
   SPECDEC_PP=${SPECDEC_PP:-1}             # 0: no SpecDec++ drafter (and no specdec++ row)
   BATCH_SIZES=${BATCH_SIZES:-1 32}; TEST_SPLITS=${TEST_SPLITS:-test}
   SECTION_PREFIX=${SECTION_PREFIX:-base-cpu}
@@ -83,6 +85,7 @@ train_drafters() {
   local pair=$1 byo=$2
   VERIFIER=$pair/verifier.pt SPM_MODEL=$DATA_DIR/spm/spm.model DICT_DIR=$DATA_DIR/bin RAW=$DATA_DIR/raw \
     SRC=en TGT=de OUT=$byo DEVICE=$DEVICE DRAFTER_SETTING=$DRAFTER_SETTING BENCH=0 MAX_UPDATE=$DRAFTER_MAX_UPDATE \
+    SHARE_ENCODER=$SHARE_ENCODER \
     SAVE_INTERVAL_UPDATES=${SAVE_INTERVAL_UPDATES:-250} KEEP_INTERVAL_UPDATES=${KEEP_INTERVAL_UPDATES:-2} \
     bash "$REPO/recipes/bring-your-own-model.sh"
   local drafter=$byo/drafter-head/drafter.pt

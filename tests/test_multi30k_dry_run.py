@@ -82,17 +82,23 @@ def test_multi30k_base_recipe_dry_run(tmp_path):
 
 
 @pytest.mark.slow
-def test_multi30k_base_recipe_without_specdecpp_drafter(tmp_path):
-    """SPECDEC_PP=0 (a short run, on a GPU say): no SpecDec++ drafter is trained or exported, and the latency stage
-    runs its default rows without the specdec++ one instead of asking for drafter-beam5.pt."""
+def test_multi30k_base_recipe_for_a_gpu_without_specdecpp_drafter(tmp_path):
+    """DEVICE=cuda's settings (DRY_RUN trains and times on the CPU all the same): the paper's drafter setting on the
+    verifier's shared encoder (what CUDA graphs need). SPECDEC_PP=0 (a short run): no SpecDec++ drafter is trained
+    or exported, and the latency stage runs its default rows without the specdec++ one instead of asking for
+    drafter-beam5.pt."""
     env = {**os.environ, "DRY_RUN": "1", "OUT": str(tmp_path), "PYTHONPATH": str(REPO), "MULTI30K_DIR": str(MULTI30K),
            "DRY_MAX_EPOCH": "2", "HEAD_UPDATES": "0", "DRY_MORE_SOURCES": "0", "BATCH_SIZES": "1", "SPECDEC_PP": "0",
-           "MAX_SENTENCES": "3"}
+           "MAX_SENTENCES": "3", "DEVICE": "cuda"}
     env.pop("DECODERS", None)
     proc = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-base.sh"), "--no-ctranslate2"], env=env,
                           text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert "5/6 no SpecDec++ drafter (SPECDEC_PP=0)" in proc.stdout and "no specdec++ row" in proc.stdout
+    assert "paper-drafter-table7 settings" in proc.stdout
+    drafter = torch.load(tmp_path / "pair" / "drafter.pt", map_location="cpu", weights_only=False)
+    model = drafter["cfg"]["model"]  # an argparse Namespace in a checkpoint of fairseq-train's
+    assert (model["share_verifier_encoder"] if isinstance(model, dict) else model.share_verifier_encoder) is True
     assert sorted(path.name for path in (tmp_path / "pair").iterdir()) == [
         "dict.de.txt", "dict.en.txt", "drafter.pt", "sentencepiece.model", "verifier.pt"]
     rows = re.findall(r"^\| (\S+) \| 1 \|", (tmp_path / "benchmarks.md").read_text(), re.M)
