@@ -85,7 +85,7 @@ train_drafters() {
   local pair=$1 byo=$2
   VERIFIER=$pair/verifier.pt SPM_MODEL=$DATA_DIR/spm/spm.model DICT_DIR=$DATA_DIR/bin RAW=$DATA_DIR/raw \
     SRC=en TGT=de OUT=$byo DEVICE=$DEVICE DRAFTER_SETTING=$DRAFTER_SETTING BENCH=0 MAX_UPDATE=$DRAFTER_MAX_UPDATE \
-    SHARE_ENCODER=$SHARE_ENCODER \
+    SHARE_ENCODER=$SHARE_ENCODER SPECDEC_PP=$SPECDEC_PP \
     SAVE_INTERVAL_UPDATES=${SAVE_INTERVAL_UPDATES:-250} KEEP_INTERVAL_UPDATES=${KEEP_INTERVAL_UPDATES:-2} \
     bash "$REPO/recipes/bring-your-own-model.sh"
   local drafter=$byo/drafter-head/drafter.pt

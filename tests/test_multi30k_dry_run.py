@@ -53,17 +53,25 @@ def test_multi30k_recipe_dry_run(tmp_path):
     assert rerun.returncode == 0 and "fairseq_cli.train" not in rerun.stdout  # every stage skipped
 
 
+def run_base_recipe(tmp_path, **settings):
+    """recipes/multi30k-base.sh in DRY_RUN mode on the fixture's sentences, at the smallest sizes that still run
+    each stage, with ``settings`` on top (environment variables; None: unset); its process, the run asserted ok."""
+    env = {**os.environ, "DRY_RUN": "1", "OUT": str(tmp_path), "PYTHONPATH": str(REPO), "MULTI30K_DIR": str(MULTI30K),
+           "DRY_MAX_EPOCH": "2", "DRY_MORE_SOURCES": "0", "BATCH_SIZES": "1", **settings}
+    env = {name: value for name, value in env.items() if value is not None}
+    proc = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-base.sh"), "--no-ctranslate2"], env=env,
+                          text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    return proc
+
+
 @pytest.mark.slow
 def test_multi30k_base_recipe_dry_run(tmp_path):
     """recipes/multi30k-base.sh in DRY_RUN mode: data, verifier, its average exported, bring-your-own-model's
     drafters (no latency stage of its own), the pair laid out as checkpoints/demo, and its table in DOC. The
     smallest sizes that still run each stage (the stages themselves: test_byo_recipe.py)."""
-    env = {**os.environ, "DRY_RUN": "1", "OUT": str(tmp_path), "PYTHONPATH": str(REPO), "MULTI30K_DIR": str(MULTI30K),
-           "DRY_MAX_EPOCH": "2", "HEAD_UPDATES": "5", "DRY_MORE_SOURCES": "0", "BATCH_SIZES": "1",
-           "DECODERS": "greedy,specdec,specdec++:drafter_path=" + str(tmp_path / "pair" / "drafter-beam5.pt")}
-    proc = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-base.sh"), "--no-ctranslate2"], env=env,
-                          text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-4000:]
+    proc = run_base_recipe(tmp_path, HEAD_UPDATES="5", DECODERS="greedy,specdec,specdec++:drafter_path="
+                           + str(tmp_path / "pair" / "drafter-beam5.pt"))
     for stage in ("1/5 data", "2/5 Transformer-base verifier", "3/5 its last 2 epochs averaged", "4/6 sequential head",
                   "5/6 SpecDec++ drafter", "6/6 no latency table (BENCH=0)", "5/5 latency tables"):
         assert stage in proc.stdout
@@ -87,18 +95,12 @@ def test_multi30k_base_recipe_for_a_gpu_without_specdecpp_drafter(tmp_path):
     verifier's shared encoder (what CUDA graphs need). SPECDEC_PP=0 (a short run): no SpecDec++ drafter is trained
     or exported, and the latency stage runs its default rows without the specdec++ one instead of asking for
     drafter-beam5.pt."""
-    env = {**os.environ, "DRY_RUN": "1", "OUT": str(tmp_path), "PYTHONPATH": str(REPO), "MULTI30K_DIR": str(MULTI30K),
-           "DRY_MAX_EPOCH": "2", "HEAD_UPDATES": "0", "DRY_MORE_SOURCES": "0", "BATCH_SIZES": "1", "SPECDEC_PP": "0",
-           "MAX_SENTENCES": "3", "DEVICE": "cuda"}
-    env.pop("DECODERS", None)
-    proc = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-base.sh"), "--no-ctranslate2"], env=env,
-                          text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-4000:]
+    proc = run_base_recipe(tmp_path, HEAD_UPDATES="0", SPECDEC_PP="0", MAX_SENTENCES="3", DEVICE="cuda",
+                           DECODERS=None)  # the default rows
     assert "5/6 no SpecDec++ drafter (SPECDEC_PP=0)" in proc.stdout and "no specdec++ row" in proc.stdout
     assert "paper-drafter-table7 settings" in proc.stdout
     drafter = torch.load(tmp_path / "pair" / "drafter.pt", map_location="cpu", weights_only=False)
-    model = drafter["cfg"]["model"]  # an argparse Namespace in a checkpoint of fairseq-train's
-    assert (model["share_verifier_encoder"] if isinstance(model, dict) else model.share_verifier_encoder) is True
+    assert drafter["cfg"]["model"].share_verifier_encoder is True  # fairseq-train's checkpoint (no head): a Namespace
     assert sorted(path.name for path in (tmp_path / "pair").iterdir()) == [
         "dict.de.txt", "dict.en.txt", "drafter.pt", "sentencepiece.model", "verifier.pt"]
     rows = re.findall(r"^\| (\S+) \| 1 \|", (tmp_path / "benchmarks.md").read_text(), re.M)
