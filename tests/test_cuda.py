@@ -51,7 +51,7 @@ def drafter_for(name, seed):
         return BlockDrafter(model, cached=name != "specdec-uncached"), 3
     return {
         "random": (RandomCudaDrafter(seed), 4),
-        "iad": (SourceCopyDrafter(PAD, EOS, match_length=1), 64),
+        "iad": (SourceCopyDrafter(PAD, match_length=1), 64),
         "jacobi": (JacobiDrafter(PAD, PAD, block=None), 64),
         "gs-jacobi": (JacobiDrafter(PAD, PAD, block=3), 3),
         "hybrid-jacobi": (JacobiDrafter(PAD, PAD, block=3, hybrid_length=5), 3),

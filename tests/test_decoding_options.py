@@ -18,6 +18,8 @@ def generate(reverse_data, tiny_checkpoint, *options):
     (["--decoding", "specdec++"], "--decoding specdec++ needs --drafter-path"),
     (["--decoding", "drafter-only"], "--decoding drafter-only needs --drafter-path"),
     (["--decoding", "jacobi", "--beta", 3], "--decoding jacobi does not use --beta"),
+    (["--decoding", "iad", "--iad-match-length", 0], "--iad-match-length must be >= 1, got 0"),
+    (["--decoding", "hybrid-jacobi", "--hybrid-length", -1], "--hybrid-length must be >= 0, got -1"),
 ])
 def test_option_surprises_are_one_line_errors(reverse_data, tiny_checkpoint, options, message):
     proc = generate(reverse_data, tiny_checkpoint, *options)

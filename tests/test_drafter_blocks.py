@@ -4,6 +4,7 @@ import torch
 
 from drafter_helpers import build_drafter, make_dictionary, random_batch
 from fairseq_plugins.models import drafter_blocks as blocks
+from fairseq_plugins_compat.errors import PluginError
 
 PAD, EOS = 1, 2
 
@@ -142,7 +143,7 @@ def test_propose_api_shapes_and_banned_symbols():
     assert not torch.isin(draft, banned).any()
     assert torch.equal(lprobs.argmax(-1), draft[:, :2])  # k < block_size: the first k of the block
     assert torch.allclose(lprobs.exp().sum(-1), torch.ones(2, 2), atol=1e-5)
-    with pytest.raises(ValueError, match="block size 3"):
+    with pytest.raises(PluginError, match="block size 3"):
         drafter.propose(encoder_out, prefix, lengths, 4)
 
 
@@ -152,7 +153,7 @@ def test_propose_near_the_end_of_the_position_table_runs_fewer_queries():
     src, src_lengths, prefix, lengths = random_batch(dictionary, [5], [6])
     encoder_out = drafter.encoder(src, src_lengths)
     assert drafter.propose(encoder_out, prefix, lengths, 2).shape == (1, 2)  # 6 + 2 positions fit
-    with pytest.raises(ValueError, match="exceeds the drafter's 8 target positions"):
+    with pytest.raises(PluginError, match="exceeds the drafter's 8 target positions"):
         drafter.propose(encoder_out, prefix, lengths, 3)
 
 
@@ -229,7 +230,5 @@ def test_criterion_position_weights_favour_the_first_block_positions():
 
 
 def test_criterion_refuses_a_position_weight_decay_outside_zero_one():
-    from fairseq_plugins_compat.errors import PluginError
-
     with pytest.raises(PluginError, match="--position-weight-decay must be in"):
         _criterion(make_dictionary(), position_weight_decay=1.5)

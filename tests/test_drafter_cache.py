@@ -212,7 +212,7 @@ def test_past_the_position_table_is_refused_like_uncached():
     loop = Loop(model, [4], seed=0)
     cache = DrafterCache(model.decoder, loop.encoder_out, 1)
     loop.grow([5])  # 6 tokens + 3 drafted > 8 positions
-    with pytest.raises(ValueError):
+    with pytest.raises(PluginError):
         loop.uncached(3)
     with pytest.raises(PluginError, match="exceeds"):
         cache.propose_log_probs(loop.tokens, loop.lengths, 3)

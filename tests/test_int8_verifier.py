@@ -119,7 +119,7 @@ def int8_greedy(verifier, batch):
 DRAFTERS = {  # name -> (drafter for a seed, block size)
     "random": (lambda seed: RandomDrafter(seed, len(DICT)), 4),
     "specdec": (lambda seed: BlockDrafter(build_drafter(DICT, seed=seed + 1)), 3),
-    "iad": (lambda seed: SourceCopyDrafter(DICT.pad(), DICT.eos(), 1), 64),
+    "iad": (lambda seed: SourceCopyDrafter(DICT.pad(), 1), 64),
     "gs-jacobi": (lambda seed: JacobiDrafter(DICT.pad(), DICT.pad(), block=3), 3),
 }
 

@@ -40,8 +40,8 @@ def test_unique_suffix_continuation():
 
 
 DECODERS = {
-    "iad": lambda b: SourceCopyDrafter(PAD, EOS, match_length=1),
-    "iad-2": lambda b: SourceCopyDrafter(PAD, EOS, match_length=2),
+    "iad": lambda b: SourceCopyDrafter(PAD, match_length=1),
+    "iad-2": lambda b: SourceCopyDrafter(PAD, match_length=2),
     "jacobi": lambda b: JacobiDrafter(PAD, PAD, block=None),
     "gs-jacobi": lambda b: JacobiDrafter(PAD, PAD, block=b),
     "hybrid-jacobi": lambda b: JacobiDrafter(PAD, PAD, block=b, hybrid_length=5),
@@ -85,7 +85,7 @@ def test_iad_drafts_the_whole_output_when_it_equals_the_input():
             break
         output = new_output
     reference = greedy(model, batch)
-    ours = decode(model, batch, SourceCopyDrafter(PAD, EOS), 64)
+    ours = decode(model, batch, SourceCopyDrafter(PAD), 64)
     assert_parity(reference, ours)
     if reference[0][0]["tokens"].tolist() == src[0].tolist():
         assert ours[0][0]["steps"] == 1
@@ -99,7 +99,7 @@ def test_iad_with_nothing_in_common_decodes_one_token_per_iteration():
         batch = make_batch(big, [2], seed=seed)
         reference = SequenceGenerator([model], big, beam_size=1, max_len_b=16).generate([model], batch)
         cfg = SpeculativeConfig(block_size=64, max_len_b=16)
-        ours = SpeculativeGenerator(model, big, SourceCopyDrafter(PAD, EOS), cfg).generate([model], batch)
+        ours = SpeculativeGenerator(model, big, SourceCopyDrafter(PAD), cfg).generate([model], batch)
         assert_parity(reference, ours)
         source_words = set(batch["net_input"]["src_tokens"][0].tolist()) - {PAD, EOS}
         if not source_words & set(reference[0][0]["tokens"].tolist()):

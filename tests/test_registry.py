@@ -91,6 +91,18 @@ def test_option_of_another_decoder_is_refused(reverse_data, tiny_checkpoint, dra
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("extra, message", [
+    ("no_such_decoder_module", "FAIRSEQ_PLUGINS_DECODERS: cannot import no_such_decoder_module"),
+    ("missing/decoder.py", "FAIRSEQ_PLUGINS_DECODERS: no such file missing/decoder.py"),
+])
+def test_a_bad_extra_decoder_is_a_one_line_error(reverse_data, tiny_checkpoint, extra, message):
+    proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--decoding", "greedy",
+                   "--gen-subset", "test", env={"FAIRSEQ_PLUGINS_DECODERS": extra}, check=False)
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+
+
 def test_a_config_saved_before_an_option_existed_reads_its_default():
     from omegaconf import OmegaConf
 

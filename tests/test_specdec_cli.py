@@ -85,6 +85,8 @@ def test_specdec_interactive_with_empty_line(reverse_data, tiny_checkpoint, draf
 @pytest.mark.parametrize("extra,message", [
     (["--beta", 0], "--beta must be >= 1"),
     (["--tau", -1], "--tau must be >= 0"),
+    (["--decoding", "specdec++", "--beta", 1000], "--beta must be at most the vocabulary size"),
+    (["--draft-vocab-size", 2], "--draft-vocab-size 2 leaves the drafter no token to propose"),
     (["--block-size", 9], "block size"),
     (["--fp16", "--cpu"], "fp16 decoding needs a CUDA device"),  # --cpu: also where a GPU is visible
     (["--cuda-graphs", "on"], "--cuda-graphs on: the drafter runs its own encoder (trained without "

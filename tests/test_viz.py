@@ -143,7 +143,7 @@ def test_html_trace_has_one_row_per_iteration_and_no_external_assets(model, batc
 SPECULATIVE = {  # name -> (drafter factory(dictionary, drafter model), block size, beta, tau)
     "specdec": (lambda d, m: BlockDrafter(m), 4, 1, 0.0),
     "specdec++": (lambda d, m: BlockDrafter(m), 4, 5, 3.0),
-    "iad": (lambda d, m: SourceCopyDrafter(d.pad(), d.eos()), 64, 1, 0.0),
+    "iad": (lambda d, m: SourceCopyDrafter(d.pad()), 64, 1, 0.0),
     "jacobi": (lambda d, m: JacobiDrafter(d.pad(), d.pad()), 64, 1, 0.0),
 }
 

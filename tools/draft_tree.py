@@ -171,8 +171,8 @@ class TreeGenerator(SpeculativeGenerator):
         return drafts
 
     def _verify(self, cache, state, drafts, limits):
-        """The whole tree in one pass; returns the main draft's log-probs (B, k'+1, V) and states (B, k'+1, C), as
-        the core's chain, and keeps the rest for ``_accept``."""
+        """The whole tree in one pass; returns the main draft's log-probs (B, k'+1, V), as the core's chain, and keeps
+        the rest for ``_accept``."""
         if drafts.size(1) == 0 or self._candidates is None:
             self._tree = None
             return super()._verify(cache, state, drafts, limits)
@@ -183,14 +183,14 @@ class TreeGenerator(SpeculativeGenerator):
         states = cache.forward_tree(tokens, tree)
         main = states[:, :tree.width + 1]
         self._tree = (tree, tokens, states, cache, limits)
-        return acceptance.apply_limits(cache.log_probs(main), cache.steps(tree.width + 1), limits), main
+        return acceptance.apply_limits(cache.log_probs(main), cache.steps(tree.width + 1), limits)
 
-    def _accept(self, state, drafts, lprobs, hidden):
+    def _accept(self, state, drafts, lprobs):
         """The main draft accepted as the core accepts a chain, up to its first rejected position n; there, the branch
         whose token passes (greedy's choice, or SpecDec++'s rule), if the tree has one, and its continuation, accepted
         the same way. Returns what the core's ``_accept`` returns, for the path taken."""
         if self._tree is None:
-            return super()._accept(state, drafts, lprobs, hidden)
+            return super()._accept(state, drafts, lprobs)
         tree, tokens, states, cache, limits = self._tree
         self._tree = None
         cums, choices, choice_cums = self._scores(state, drafts, lprobs)  # along the main draft
@@ -210,10 +210,8 @@ class TreeGenerator(SpeculativeGenerator):
             path, path_tokens, path_choices, path_cums, path_choice_cums, path_lprobs = (
                 along_path(index, of_main, of_branch) for of_main, of_branch in zip(main, branch_arrays))
             cache.keep_path(path)
-        hidden = (states.gather(1, path.unsqueeze(-1).expand(-1, -1, states.size(-1)))
-                  if self.drafter.needs_verifier_hidden else None)
         return self._assemble(state, path_tokens[:, 1:], n_accepted, path_cums, path_choices, path_choice_cums,
-                              path_lprobs, hidden)
+                              path_lprobs)
 
     def _branch(self, tree, tokens, states, cache, limits, n, cums, choices, lprobs):
         """At main position n (B,): the first branch whose token passes the rule after main node n, and its

@@ -18,7 +18,7 @@ def build_speculative(task, models, args, name, drafter, opts, block_size, beta=
     """A generator for ``--decoding name`` with ``drafter`` (a ``drafters.Drafter``).
 
     opts: the decoder's options (``options.DraftLengthOptions`` or a subclass);
-    block_size: k after the decoder's own default was applied."""
+    block_size: k after the decoder's own default was applied (0: draft nothing)."""
     options.check_generation_args(args, name)
     options.check_models_device(models)
     if len(models) != 1:
@@ -26,9 +26,9 @@ def build_speculative(task, models, args, name, drafter, opts, block_size, beta=
     length = str(opts.draft_length)
     lossless = is_lossless(beta, tau)  # measured: SpecDec++'s output depends on the drafts, so not on timings
     adaptive = length == "adaptive" or (length == "measured" and drafter.failures_persist)
-    cfg = options.speculative_config(args, block_size, beta, tau, adaptive=adaptive,
+    cfg = options.speculative_config(args, block_size, len(task.target_dictionary), beta, tau, adaptive=adaptive,
                                      measured=length == "measured" and lossless)
-    options.report_as_greedy(args, name)
+    options.refuse_beam_and_set_one(args, name)
     generator = SpeculativeGenerator(models[0], task.target_dictionary, drafter, cfg,
                                      verifier_linear=verifier_linear(str(opts.verifier_matmul), models[0], name),
                                      name=name)

@@ -161,9 +161,9 @@ class SpeculativeGenerator:
                 width = self.guard.max_width if self.guard is not None else None  # a trial of drafting: its limit
                 drafts = self._draft(state, limits.max_len, width) if drafting else state.tokens[:, :0]
             with section("verifier"):  # 3. verify the pending token + the draft in one pass
-                lprobs, hidden = self._verify(cache, state, drafts, limits)
+                lprobs = self._verify(cache, state, drafts, limits)
             with section("accept"):  # 4. accept up to the bifurcation, plus the verifier's own token there
-                step, new_cum, done = self._accept(state, drafts, lprobs, hidden)
+                step, new_cum, done = self._accept(state, drafts, lprobs)
                 trace.record(state.rows, drafts, step.choices, step.n_new, lprobs)
                 self._append(state, step.new_tokens, new_cum, step.n_new)  # 5. append; roll the verifier cache back to what was accepted
                 cache.rollback(step.n_new)
@@ -199,8 +199,8 @@ class SpeculativeGenerator:
                           k=draft_length.initial_lengths(bsz, self.cfg.block_size, device))
 
     def _draft(self, state, max_len, max_width: Optional[int] = None) -> Tensor:
-        """(B, k') drafts, k' = ``_draft_width``; past its own length a row's drafts are pad (the verifier will not
-        accept them)."""
+        """(B, k') drafts, k' at most ``_draft_width`` (cut to ``_useful_width`` unless the drafter's every column is
+        verified); past its own length a row's drafts are pad (the verifier will not accept them)."""
         k = self._draft_width(state, max_len, max_width)
         if k == 0:
             return state.tokens[:, :0]
@@ -236,36 +236,35 @@ class SpeculativeGenerator:
         return max(map(useful, drafts.tolist()), default=0)
 
     def _verify(self, cache, state, drafts, limits):
-        """Run the verifier over [pending token, d_1..d_k]: log-probs (B, k+1, V), states (B, k+1, C)."""
+        """Run the verifier over [pending token, d_1..d_k]: its log-probs (B, k+1, V) within fairseq's limits."""
         pending = state.tokens.gather(1, (state.lengths - 1).unsqueeze(1))
         block = torch.cat([pending, drafts], dim=1)
         steps = cache.steps(block.size(1))
         lowest, highest = cache.step_bounds(block.size(1))
-        lprobs, hidden = cache.forward_block(block)
-        return acceptance.apply_limits(lprobs, steps, limits, lowest, highest), hidden
+        lprobs, _states = cache.forward_block(block)
+        return acceptance.apply_limits(lprobs, steps, limits, lowest, highest)
 
-    def _accept(self, state, drafts, lprobs, hidden):
+    def _accept(self, state, drafts, lprobs):
         """The iteration record (new tokens (B, k+1), how many are new (B,), cut after the
         first EOS, the verifier's choices...), the new tokens' cumulative scores (B, k+1)
         and which rows are finished (B,)."""
         if drafts.size(1) == 0:
-            return self._accept_verifier_token(state, drafts, lprobs, hidden)
+            return self._accept_verifier_token(state, drafts, lprobs)
         cums, choices, choice_cums = self._scores(state, drafts, lprobs)
         n_accepted = acceptance.leading_true(self.accept(drafts, choices, lprobs))  # (B,)
         if self.cfg.adaptive:
             offered = drafts.ne(self.pad).sum(1)
             state.k = draft_length.next_lengths(state.k, offered, n_accepted, self.cfg.block_size)
-        return self._assemble(state, drafts, n_accepted, cums, choices, choice_cums, lprobs, hidden)
+        return self._assemble(state, drafts, n_accepted, cums, choices, choice_cums, lprobs)
 
-    def _accept_verifier_token(self, state, drafts, lprobs, hidden):
+    def _accept_verifier_token(self, state, drafts, lprobs):
         """``_accept`` of an iteration that drafted nothing (drafts (B, 0)): every row takes the verifier's greedy
         token, (B, 1), and is finished if that is EOS. What the general path computes, in a few tensor operations
         instead of ~30 (on a CPU at batch 1 those cost ~10 % of a greedy step)."""
         current = state.cum.gather(1, (state.lengths - 1).unsqueeze(1))  # (B, 1)
         choices, choice_cums = acceptance.verifier_choices(lprobs, current)  # (B, 1) each
         step = Iteration(lengths=state.lengths, drafts=drafts, choices=choices, new_tokens=choices,
-                         n_new=torch.ones_like(state.lengths), lprobs=lprobs,
-                         hidden=hidden if self.drafter.needs_verifier_hidden else None)
+                         n_new=torch.ones_like(state.lengths), lprobs=lprobs)
         return step, choice_cums, choices[:, 0] == self.eos
 
     def _scores(self, state, drafts, lprobs):
@@ -276,10 +275,10 @@ class SpeculativeGenerator:
         choices, choice_cums = acceptance.verifier_choices(lprobs, cums)
         return cums, choices, choice_cums
 
-    def _assemble(self, state, drafts, n_accepted, cums, choices, choice_cums, lprobs, hidden):
+    def _assemble(self, state, drafts, n_accepted, cums, choices, choice_cums, lprobs):
         """``_accept``'s result for a path of ``drafts`` (B, k) of which each row accepted the first
         ``n_accepted`` (B,), then takes the verifier's choice; the other arrays as ``_scores``'s,
-        along the path, with its log-probs (B, k+1, V) and decoder states (B, k+1, C)."""
+        along the path, with its log-probs (B, k+1, V)."""
         at = n_accepted.unsqueeze(1)
         new_tokens = torch.cat([drafts, drafts.new_full((drafts.size(0), 1), self.pad)], dim=1)
         new_tokens.scatter_(1, at, choices.gather(1, at))
@@ -287,7 +286,7 @@ class SpeculativeGenerator:
         new_cum.scatter_(1, at, choice_cums.gather(1, at))
         n_new, done = self._cut_at_eos(new_tokens, n_accepted + 1)
         step = Iteration(lengths=state.lengths, drafts=drafts, choices=choices, new_tokens=new_tokens, n_new=n_new,
-                         lprobs=lprobs, hidden=hidden if self.drafter.needs_verifier_hidden else None)
+                         lprobs=lprobs)
         return step, new_cum, done
 
     def _cut_at_eos(self, new_tokens, n_new):

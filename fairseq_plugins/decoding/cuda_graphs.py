@@ -359,11 +359,12 @@ class GraphedVerifierCaches:
         return StaticVerifierCache(self.static)
 
 
-def wanted(choice: str, ordinary: Drafter, verifier) -> bool:
-    """Whether ``--cuda-graphs choice`` (auto, on, off) runs this pair's batch-1 calls on the static steps: auto for
-    a float32 pair on CUDA (what has been checked on a GPU) when the pair allows it (a causal-prefix drafter
-    reading the verifier's encoder output, standard transformer layers on both sides), on wherever the pair allows
-    it (a one-line error otherwise), off never."""
+def wanted(choice: str, ordinary: Optional[Drafter], verifier) -> bool:
+    """Whether ``--cuda-graphs choice`` (auto, on, off) runs this pair's batch-1 calls on the static steps
+    (``ordinary``: the pair's drafter; None: ``--decoding greedy``'s verifier alone): auto for a float32 pair on
+    CUDA (what has been checked on a GPU) when the pair allows it (a causal-prefix drafter reading the verifier's
+    encoder output, standard transformer layers on both sides), on wherever the pair allows it (a one-line error
+    otherwise; on a CPU the static steps run eagerly, for checking), off never."""
     param = next(verifier.parameters())
     on_cuda = param.device.type == "cuda"
     if choice == "off" or (choice == "auto" and not (on_cuda and param.dtype == torch.float32)):
@@ -380,14 +381,17 @@ def wanted(choice: str, ordinary: Drafter, verifier) -> bool:
     return True
 
 
-def graph_problems(ordinary: Drafter, verifier) -> str:
-    """Why the static steps cannot serve this drafter (a ``specdec.BlockDrafter``) and verifier ('' if they can)."""
-    problems = []
-    if not getattr(ordinary, "cached", False):
-        problems.append("the drafter has no prefix cache (trained without --prefix-attention causal)")
-    if not ordinary.uses_verifier_encoder:
-        problems.append("the drafter runs its own encoder (trained without --share-verifier-encoder)")
-    for role, decoder in (("drafter", ordinary.model.decoder), ("verifier", verifier.decoder)):
+def graph_problems(ordinary: Optional[Drafter], verifier) -> str:
+    """Why the static steps cannot serve this drafter (a ``specdec.BlockDrafter``; None: no drafter) and verifier
+    ('' if they can)."""
+    problems, decoders = [], [("verifier", verifier.decoder)]
+    if ordinary is not None:
+        if not ordinary.has_prefix_cache:
+            problems.append("the drafter has no prefix cache (trained without --prefix-attention causal)")
+        if not ordinary.uses_verifier_encoder:
+            problems.append("the drafter runs its own encoder (trained without --share-verifier-encoder)")
+        decoders.insert(0, ("drafter", ordinary.model.decoder))
+    for role, decoder in decoders:
         unusual = fast_path_problems(decoder)
         if unusual:
             problems.append(f"the {role}'s layers have {', '.join(unusual)}")

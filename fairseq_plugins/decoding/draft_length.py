@@ -95,8 +95,8 @@ class DraftGuard:
         block, the pending tokens included, has at most ``TRIAL_TOKEN_ROWS`` token-rows (at least one draft a row).
         At 32 rows on a CPU a block costs about its width in undrafted iterations (a Jacobi block over a whole
         output of 50 tokens: ~45), and a decoder that only wastes such blocks would pay that in a first try per
-        class of rows and in every probe. A row alone drafts up to 31 tokens (a drafter's block, 10 by default,
-        is not held back); where drafting pays, later iterations draft their full width."""
+        class of rows and in every probe. A row alone drafts up to 31 tokens (a drafter's block, e.g. the demo
+        drafter's 10, is not held back); where drafting pays, later iterations draft their full width."""
         return max(1, self.TRIAL_TOKEN_ROWS // max(1, rows) - 1)
 
     def end_iteration(self, tokens: int):

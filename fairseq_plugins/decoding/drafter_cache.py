@@ -38,9 +38,11 @@ import torch
 from torch import Tensor
 
 from fairseq_plugins.decoding.fast_decoder import FastDecoderLayers, lean_layers
-from fairseq_plugins.decoding.incremental import decoder_output_states, embed_position_range, embed_positions_at
+from fairseq_plugins.decoding.incremental import (cache_holes, cut_back_cache, decoder_output_states,
+                                                  embed_position_range, embed_positions_at, output_layer)
 from fairseq_plugins.decoding.linears import float_linear
 from fairseq_plugins.models import drafter_blocks
+from fairseq_plugins.models.block_drafter_decoder import count_queries
 from fairseq_plugins_compat.errors import PluginError
 
 
@@ -51,18 +53,6 @@ def check_cacheable(decoder):
                           "new token and cannot be cached (train it with --prefix-attention causal)")
     if getattr(decoder, "cross_self_attention", False):
         raise PluginError("the drafter cache does not support --cross-self-attention")
-
-
-def count_queries(decoder, longest: int, k: int) -> int:
-    """Queries to run (the uncached ``propose_log_probs`` rule): ``block_size``, fewer near
-    the end of the position table, never fewer than k."""
-    if not 1 <= k <= decoder.block_size:
-        raise PluginError(f"the drafter was trained with block size {decoder.block_size}; cannot propose {k} tokens")
-    n_queries = min(decoder.block_size, decoder.max_positions() - longest)
-    if n_queries < k:
-        raise PluginError(f"a prefix of {longest} tokens + {k} drafted tokens exceeds "
-                          f"the drafter's {decoder.max_positions()} target positions")
-    return n_queries
 
 
 def reorder_encoder_out(encoder_out: Dict, rows: Tensor) -> Dict:
@@ -77,16 +67,6 @@ def _fast_layers(decoder, encoder_out: Dict, batch_size: int, linear, built):
     not support its layers (fairseq's own layers then run)."""
     layers = lean_layers(decoder, linear, built)
     return None if layers is None else FastDecoderLayers(layers, encoder_out, batch_size, decoder.embed_tokens.weight)
-
-
-def _output_projection(decoder, vocab_limit: int, linear):
-    """The drafter's output layer as a function (B, k, C) -> (B, k, V or vocab_limit)."""
-    projection = getattr(decoder, "output_projection", None)
-    if type(projection) is torch.nn.Linear and getattr(decoder, "adaptive_softmax", None) is None:
-        return linear(projection, vocab_limit)
-    if vocab_limit:
-        return lambda x: decoder.output_layer(x)[..., :vocab_limit]
-    return decoder.output_layer
 
 
 def prefix_positions(fed: Tensor, n_new: Tensor, n_prefix: int, pad: int) -> Tensor:
@@ -163,7 +143,7 @@ class DrafterCache:
         vocab_limit: > 0: propose only among the first ``vocab_limit`` dictionary entries
         fast: False forces fairseq's own layers
         linear: how the lean layers and the output layer run an ``nn.Linear``
-            (``linears.float_linear``, the default, or an ``Int8Linears``)
+            (``linears.float_linear``, the default, or what ``specdec.drafter_linear`` returns)
         built: the caller's ``built_once.BuiltOnce`` (the lean layers' weights, kept from one
             batch to the next), or None
         check_prefix: compare, at every proposal, the cached tokens with the caller's (2 host
@@ -180,7 +160,7 @@ class DrafterCache:
         self.state: Dict[str, Dict[str, Optional[Tensor]]] = {}
         linear = float_linear if linear is None else linear
         self.layers = _fast_layers(decoder, encoder_out, batch_size, linear, built) if fast else None
-        self.project = _output_projection(decoder, vocab_limit, linear)
+        self.project = output_layer(decoder, linear, vocab_limit)
         device = decoder.embed_tokens.weight.device
         self.fed = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,) tokens in the cache
         self.tokens = torch.zeros(batch_size, 0, dtype=torch.long, device=device)  # (B, T) what was fed (if checked)
@@ -230,7 +210,7 @@ class DrafterCache:
         x = x.transpose(0, 1)  # (M+Q, B, C)
         if self.layers is not None:
             visible = self._block_visible(n_prefix, n_queries, x.device)
-            queries = self.layers.forward(x, self.fed, fewest, self.length, visible, key_padding,
+            queries = self.layers.forward(x, self.fed, fewest, self.length, visible, block_padding=key_padding,
                                           outputs=n_queries)  # the prefix tokens' last layer: keys and values only
             self.fed = self.fed + n_new  # the queries and pads after them are overwritten next time
             self.length = longest
@@ -294,7 +274,7 @@ class DrafterCache:
         is_pad = offsets >= n_new[:, None]
         new_tokens = tokens.gather(1, index).masked_fill(is_pad, decoder.padding_idx)
         key_padding = None
-        if tokens.size(0) > 1 and bool(is_pad.any()):
+        if bool(is_pad.any()):
             key_padding = torch.cat([is_pad, is_pad.new_zeros(tokens.size(0), n_queries)], dim=1)
         x = decoder.embed_scale * decoder.embed_tokens(new_tokens)
         positions = prefix_positions(self.fed, n_new, n_prefix, decoder.padding_idx)
@@ -307,33 +287,12 @@ class DrafterCache:
         logits = self.project(x).float()
         return logits.index_fill_(-1, self.banned, float("-inf"))
 
-    def _self_attention_buffers(self):
-        for layer in self.decoder.layers:
-            yield layer.self_attn, layer.self_attn._get_input_buffer(self.state)
-
     def _keep_new_prefix(self, n_new: Tensor, block_len: int):
         """Cut the block just fed (``block_len`` entries after the old cache) back to each
         row's ``n_new[i]`` new prefix tokens, left-aligned after its ``fed[i]`` old ones."""
-        old_len = self.length
         new_fed = self.fed + n_new
         new_len = int(new_fed.max())
-        slots = torch.arange(new_len, device=n_new.device)[None, :]  # (1, T')
-        holes = slots >= new_fed[:, None]  # (B, T')
-        hole_mask = holes if bool(holes.any()) else None
-        contiguous = bool((self.fed == old_len).all())  # no old holes: the new tokens already follow
-        if not contiguous:  # row i: [0, fed_i) then the block's [old_len, old_len + n_new_i)
-            fed = self.fed[:, None]
-            index = torch.where(slots < fed, slots, old_len + slots - fed).masked_fill(holes, 0)
-        for attn, buffer in self._self_attention_buffers():
-            for name in ("prev_key", "prev_value"):
-                cache = buffer[name]  # (B, heads, old_len + block_len, head_dim)
-                if contiguous:
-                    buffer[name] = cache[:, :, :new_len]
-                else:
-                    expanded = index[:, None, :, None].expand(-1, cache.size(1), -1, cache.size(3))
-                    buffer[name] = cache.gather(2, expanded)
-            buffer["prev_key_padding_mask"] = hole_mask
-            attn._set_input_buffer(self.state, buffer)
+        cut_back_cache(self.decoder.layers, self.state, self.fed, new_fed, self.length, new_len)
         self.fed = new_fed
         self.length = new_len
 
@@ -350,7 +309,7 @@ class DrafterCache:
         if self.layers is not None:
             self.layers.keep_rows(rows)
             return
-        holes = torch.arange(self.length, device=rows.device)[None, :] >= self.fed[:, None]
+        holes = cache_holes(self.fed, self.length)
         for layer in self.decoder.layers:
             encoder_attn = getattr(layer, "encoder_attn", None)
             if encoder_attn is not None:
@@ -361,5 +320,5 @@ class DrafterCache:
             if "prev_key" in buffer:
                 for name in ("prev_key", "prev_value"):
                     buffer[name] = buffer[name].index_select(0, rows)[:, :, :self.length]
-                buffer["prev_key_padding_mask"] = holes if bool(holes.any()) else None
+                buffer["prev_key_padding_mask"] = holes
                 layer.self_attn._set_input_buffer(self.state, buffer)

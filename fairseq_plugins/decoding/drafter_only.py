@@ -76,7 +76,7 @@ def build_drafter_only(task, models, args, opts):
     """With ``--path drafter.pt`` the drafter is models[0]; else ``--drafter-path`` is loaded."""
     options.check_generation_args(args, "drafter-only")
     options.check_block_size(opts.block_size)
-    options.report_as_greedy(args, "drafter-only")
+    options.refuse_beam_and_set_one(args, "drafter-only")
     drafter = models[0] if hasattr(models[0], "propose") else load_drafter(
         task, models[0], opts.drafter_path, "drafter-only", opts.block_size)
     generator = DrafterOnlyGenerator(drafter, task.target_dictionary, opts.block_size or drafter.block_size, args,

@@ -14,11 +14,11 @@ All tensors are on the rows still active, in the core's row order:
     lengths: (B,)   filled columns of ``tokens``
 
 The core never mutates a tensor it handed a drafter after handing it (``lengths`` and every
-field of ``Iteration`` are fresh tensors each iteration).  A drafter declares what it needs
-from the verifier with class attributes, and the core provides it:
+field of ``Iteration`` are fresh tensors each iteration).  A drafter describes itself with
+class attributes, which the core and ``--draft-length measured`` read:
 
-    needs_verifier_hidden: ``Iteration.hidden`` is the verifier's last decoder states
     uses_verifier_encoder: the drafter reads ``BatchStart.encoder_out`` instead of encoding
+        (the core passes it to every drafter; ``cuda_graphs`` needs it)
     verify_every_column: the core verifies every drafted column (the Jacobi family: the
         verifier's choices after a pad or an EOS are its next guesses); otherwise columns
         after each row's first pad or EOS, which cannot be accepted, are cut from the block
@@ -70,9 +70,7 @@ class Iteration:
     lengths (B,): filled columns *before* this iteration's tokens were appended;
     drafts (B, k'); choices (B, k'+1): the verifier's greedy token after each drafted prefix;
     new_tokens (B, k'+1): the tokens appended, the first ``n_new[i]`` of row i valid;
-    n_new (B,); lprobs (B, k'+1, V): the verifier's log-probs over the block;
-    hidden (B, k'+1, C): the verifier's last decoder states, only for drafters that set
-    ``needs_verifier_hidden`` (else None).
+    n_new (B,); lprobs (B, k'+1, V): the verifier's log-probs over the block.
     """
 
     lengths: Tensor
@@ -81,13 +79,11 @@ class Iteration:
     new_tokens: Tensor
     n_new: Tensor
     lprobs: Tensor
-    hidden: Optional[Tensor] = None
 
 
 class Drafter:
     """Base class: ``propose`` is required; the other hooks default to no-ops."""
 
-    needs_verifier_hidden = False
     uses_verifier_encoder = False
     verify_every_column = False
     has_prefix_cache = False

@@ -4,7 +4,7 @@ fairseq's ``MultiheadAttention`` in incremental mode concatenates the whole cach
 new keys on every call, and a block verifier then has to cut every cache back.  Here each
 layer owns buffers written in place::
 
-    self_key / self_value: (B, heads, capacity, head_dim), zero-initialised
+    FastLayer.key / .value: (B, heads, capacity, head_dim), zero-initialised
     row i's block of m tokens is written at slots [valid[i], valid[i] + m);
     slots past a row's own tokens are masked, never read as data.
 
@@ -78,7 +78,8 @@ class LayerWeights:
         self.self_norm = plain_norm(layer.self_attn_layer_norm)
         self.has_encoder_attn = layer.encoder_attn is not None
         if self.has_encoder_attn:
-            self.encoder_q, self.encoder_out = linear(layer.encoder_attn.q_proj), linear(layer.encoder_attn.out_proj)
+            self.encoder_q = linear(layer.encoder_attn.q_proj)
+            self.encoder_out_proj = linear(layer.encoder_attn.out_proj)
             self.encoder_k, self.encoder_v = linear(layer.encoder_attn.k_proj), linear(layer.encoder_attn.v_proj)
             self.encoder_norm = plain_norm(layer.encoder_attn_layer_norm)
         self.fc1, self.fc2, self.activation = linear(layer.fc1), linear(layer.fc2), layer.activation_fn
@@ -144,7 +145,7 @@ class FastLayer:
     def encoder_attention(self, x: Tensor, encoder_visible: Optional[Tensor]) -> Tensor:
         w = self.weights
         q = split_heads(w.encoder_q(x), w.heads, w.head_dim)
-        return w.encoder_out(attend(q, self.encoder_key, self.encoder_value, encoder_visible, w.scaling))
+        return w.encoder_out_proj(attend(q, self.encoder_key, self.encoder_value, encoder_visible, w.scaling))
 
     def forward(self, x: Tensor, write, length: int, self_visible, encoder_visible, first_out: int = 0) -> Tensor:
         """fairseq's ``TransformerDecoderLayerBase.forward`` at inference, x (m, B, C) -> (m - first_out, B, C):

@@ -9,16 +9,12 @@ one-token step replays one CUDA graph (``cuda_graphs.StaticVerifier``), as SpecD
 """
 import dataclasses
 
-import torch
-
 from fairseq_plugins.decoding import cuda_graphs
 from fairseq_plugins.decoding.builder import build_speculative
 from fairseq_plugins.decoding.drafters import Drafter
-from fairseq_plugins.decoding.fast_decoder import fast_path_problems
 from fairseq_plugins.decoding.options import DraftLengthOptions
 from fairseq_plugins.decoding.registry import register_decoder
 from fairseq_plugins.decoding.specdec import SpecDecOptions
-from fairseq_plugins_compat.errors import PluginError
 
 # --draft-length (read by every greedy-equivalent decoder; nothing to shorten here), --verifier-matmul and
 # --cuda-graphs, each defined once elsewhere; no --block-size: nothing is drafted
@@ -39,22 +35,9 @@ class NoDrafts(Drafter):
                             "token per row and iteration), identical to greedy", GreedyOptions)
 def build_greedy(task, models, args, opts):
     fixed = DraftLengthOptions(draft_length="fixed", verifier_matmul=opts.verifier_matmul)  # no draft to time
-    generator = build_speculative(task, models, args, "greedy", NoDrafts(), fixed, block_size=1)
-    # k = 0, which --block-size refuses (a user's k >= 1): each iteration verifies the pending token alone
-    generator.cfg = dataclasses.replace(generator.cfg, block_size=0)
-    if graphed(str(opts.cuda_graphs), models[0]):
+    # k = 0: each iteration verifies the pending token alone
+    generator = build_speculative(task, models, args, "greedy", NoDrafts(), fixed, block_size=0)
+    if cuda_graphs.wanted(str(opts.cuda_graphs), None, models[0]):
         generator.cache_factory = cuda_graphs.GraphedVerifierCaches(1, generator.max_len)
     return generator
 
-
-def graphed(choice: str, verifier) -> bool:
-    """Whether ``--cuda-graphs choice`` runs the batch-1 steps on the static verifier cache: auto for a float32
-    verifier on CUDA with the standard transformer layers, on wherever the layers allow it (on a CPU eagerly, for
-    checking; a one-line error otherwise), off never (``cuda_graphs.wanted``'s rule, without a drafter)."""
-    param = next(verifier.parameters())
-    if choice == "off" or (choice == "auto" and not (param.device.type == "cuda" and param.dtype == torch.float32)):
-        return False
-    problems = fast_path_problems(verifier.decoder)
-    if problems and choice == "on":
-        raise PluginError(f"--cuda-graphs on: the verifier's layers have {', '.join(problems)}")
-    return not problems

@@ -14,6 +14,7 @@ from fairseq_plugins.decoding.builder import build_speculative
 from fairseq_plugins.decoding.drafters import Drafter
 from fairseq_plugins.decoding.options import REST_OF_INPUT, DraftLengthOptions
 from fairseq_plugins.decoding.registry import register_decoder
+from fairseq_plugins_compat.errors import PluginError
 
 BOS = -1  # stands for the decoder's BOS (fairseq's eos at column 0) and the source's start
 
@@ -33,8 +34,8 @@ def unique_suffix_continuation(output: List[int], source: List[int], match_lengt
 class SourceCopyDrafter(Drafter):
     """Drafts a continuation copied from the source (see module docstring)."""
 
-    def __init__(self, pad: int, eos: int, match_length: int = 1):
-        self.pad, self.eos, self.match_length = pad, eos, match_length
+    def __init__(self, pad: int, match_length: int = 1):
+        self.pad, self.match_length = pad, match_length
 
     def start(self, batch):
         self.sources = [[BOS] + [t for t in row if t != self.pad] for row in batch.src_tokens.tolist()]
@@ -65,6 +66,7 @@ class IADOptions(DraftLengthOptions):
 @register_decoder("iad", "input-guided aggressive decoding: draft = copy of the source (GEC), identical to greedy",
                   IADOptions)
 def build_iad(task, models, args, opts):
-    dictionary = task.target_dictionary
-    drafter = SourceCopyDrafter(dictionary.pad(), dictionary.eos(), opts.iad_match_length)
+    if opts.iad_match_length < 1:
+        raise PluginError(f"--iad-match-length must be >= 1, got {opts.iad_match_length}")
+    drafter = SourceCopyDrafter(task.target_dictionary.pad(), opts.iad_match_length)
     return build_speculative(task, models, args, "iad", drafter, opts, opts.block_size or REST_OF_INPUT)

@@ -121,20 +121,59 @@ def block_causal_mask(cached_len: int, m: int, like: Tensor) -> Optional[Tensor]
     return mask
 
 
-def output_layer(decoder, linear: Callable) -> Callable[[Tensor], Tensor]:
-    """fairseq's ``output_layer`` (features -> logits), its projection run by ``linear`` when
-    it is the standard one (a decoder overriding ``output_layer`` keeps its own)."""
+def output_layer(decoder, linear: Callable, rows: int = 0) -> Callable[[Tensor], Tensor]:
+    """fairseq's ``output_layer`` as a function: states (B, n, C) -> logits (B, n, V), or with ``rows`` > 0 the logits
+    of the first ``rows`` dictionary entries only (B, n, rows).  The standard projection (an ``nn.Linear``, no
+    adaptive softmax, ``output_layer`` not overridden) runs through ``linear``; otherwise the decoder's own."""
     projection = getattr(decoder, "output_projection", None)
-    if type(decoder).output_layer is TransformerDecoderBase.output_layer and type(projection) is nn.Linear:
-        return linear(projection)
+    if (type(decoder).output_layer is TransformerDecoderBase.output_layer and type(projection) is nn.Linear
+            and getattr(decoder, "adaptive_softmax", None) is None):
+        return linear(projection, rows)
+    if rows:
+        return lambda x: decoder.output_layer(x)[..., :rows]
     return decoder.output_layer
+
+
+def cache_holes(valid: Tensor, length: int) -> Optional[Tensor]:
+    """Key padding mask (B, T) of a left-aligned cache of T = ``length`` slots whose row i holds ``valid[i]``
+    entries (valid: (B,) long): True at the holes [valid[i], T); None when no row has one."""
+    holes = torch.arange(length, device=valid.device)[None, :] >= valid[:, None]
+    return holes if bool(holes.any()) else None
+
+
+def cut_back_cache(layers, state: Dict, valid: Tensor, new_valid: Tensor, old_len: int, new_len: int):
+    """Cut the self-attention caches of fairseq's ``layers`` in ``state`` (its ``incremental_state``) back after a
+    block: row i keeps its old entries [0, valid[i]) and the block's first new_valid[i] - valid[i] entries, which
+    start at slot ``old_len``, moved right after the old ones.
+
+    Args:
+        valid, new_valid: (B,) long, each row's entries before the block and after the cut.
+        old_len: the cache's length before the block; new_len: max(new_valid).
+    Each layer's ``prev_key`` / ``prev_value`` (B, heads, old_len + block length, head_dim) become
+    (B, heads, new_len, head_dim), its ``prev_key_padding_mask`` :func:`cache_holes` (B, new_len) or None.
+    """
+    holes = cache_holes(new_valid, new_len)
+    index = None  # no old holes: every row's new entries already follow its old ones (a slice)
+    if not bool((valid == old_len).all()):
+        slots = torch.arange(new_len, device=valid.device)[None, :]  # (1, T')
+        index = torch.where(slots < valid[:, None], slots, old_len + slots - valid[:, None])  # (B, T')
+        if holes is not None:
+            index = index.masked_fill(holes, 0)
+    for layer in layers:
+        buffer = layer.self_attn._get_input_buffer(state)
+        for name in ("prev_key", "prev_value"):
+            cache = buffer[name]
+            if index is None:
+                buffer[name] = cache[:, :, :new_len]
+            else:
+                buffer[name] = cache.gather(2, index[:, None, :, None].expand(-1, cache.size(1), -1, cache.size(3)))
+        buffer["prev_key_padding_mask"] = holes
+        layer.self_attn._set_input_buffer(state, buffer)
 
 
 class FairseqLayers:
     """The decoder layers run by fairseq itself, on its ``incremental_state``; the cache is
     appended at the physical end (``length``) for every row and cut back with a gather."""
-
-    ATTN_STATE = "attn_state"  # fairseq's MultiheadAttention incremental-state key
 
     def __init__(self, decoder, encoder_out: Dict):
         self.decoder = decoder
@@ -153,24 +192,8 @@ class FairseqLayers:
 
     def rollback(self, valid: Tensor, new_valid: Tensor, old_len: int, new_len: int):
         """Row i keeps [0, valid[i]) and the block's first new_valid[i] - valid[i] slots,
-        which start at physical slot ``old_len``."""
-        slots = torch.arange(new_len, device=valid.device).unsqueeze(0)  # (1, T')
-        holes = slots >= new_valid.unsqueeze(1)  # (B, T')
-        contiguous = bool((valid == old_len).all())
-        if not contiguous:
-            index = torch.where(slots < valid.unsqueeze(1), slots, old_len + slots - valid.unsqueeze(1))
-            index = index.masked_fill(holes, 0)
-        for layer in self.decoder.layers:
-            buffer = layer.self_attn.get_incremental_state(self.state, self.ATTN_STATE)
-            for name in ("prev_key", "prev_value"):
-                cache = buffer[name]  # (B, heads, T, head_dim)
-                if contiguous:
-                    buffer[name] = cache[:, :, :new_len]
-                else:
-                    expanded = index[:, None, :, None].expand(-1, cache.size(1), -1, cache.size(3))
-                    buffer[name] = cache.gather(2, expanded)
-            buffer["prev_key_padding_mask"] = holes if bool(holes.any()) else None
-            layer.self_attn.set_incremental_state(self.state, self.ATTN_STATE, buffer)
+        which start at physical slot ``old_len`` (:func:`cut_back_cache`)."""
+        cut_back_cache(self.decoder.layers, self.state, valid, new_valid, old_len, new_len)
 
     def keep_rows(self, rows: Tensor, encoder_out: Dict):
         self.decoder.reorder_incremental_state_scripting(self.state, rows)

@@ -22,6 +22,7 @@ from fairseq_plugins.decoding.builder import build_speculative
 from fairseq_plugins.decoding.drafters import Drafter
 from fairseq_plugins.decoding.options import REST_OF_INPUT, DraftLengthOptions
 from fairseq_plugins.decoding.registry import register_decoder
+from fairseq_plugins_compat.errors import PluginError
 
 
 class JacobiDrafter(Drafter):
@@ -93,6 +94,8 @@ def _build(name, block, hybrid):
         init = {"pad": dictionary.pad(), "unk": dictionary.unk()}[str(opts.jacobi_init_token)]
         b = opts.block_size or block
         h = opts.hybrid_length if hybrid else None
+        if h is not None and h < 0:
+            raise PluginError(f"--hybrid-length must be >= 0, got {h}")
         drafter = JacobiDrafter(init, dictionary.pad(), block=b, hybrid_length=h)
         return build_speculative(task, models, args, name, drafter, opts, block_size=b or REST_OF_INPUT)
 

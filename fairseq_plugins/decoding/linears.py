@@ -139,7 +139,7 @@ class HalfWeightLinears(_SmallWeightsOnFloat):
 
     def __init__(self, min_elements: int = 0, fallback: Optional[Callable] = None, round_weights: bool = False):
         super().__init__(min_elements)
-        self.fallback = PackedLinears() if fallback is None else fallback
+        self.fallback = packed_or_plain() if fallback is None else fallback
         self.round_weights = round_weights
         self.halves = {}  # (id(module), rows) -> (module, weight stamp, (packed weight, bias) or None)
 
@@ -194,8 +194,6 @@ def float32_linears(round_weights: bool = False):
 
 
 @contextlib.contextmanager
-
-
 def packed_linears(models: List[nn.Module], linears: PackedLinears):
     """Within the block, every plain ``nn.Linear`` of ``models`` whose weight is float32 on
     a CPU runs as ``linears(module)`` (its weight packed once, one row kept on ``F.linear``);

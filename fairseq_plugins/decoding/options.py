@@ -9,7 +9,8 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq_plugins.decoding.core import SpeculativeConfig
 from fairseq_plugins_compat.errors import PluginError
 
-REST_OF_INPUT = 1024  # "k = the rest of the input" (IAD, PJ): longer than any output fairseq allows
+REST_OF_INPUT = 1024  # "k = the rest of the input" (IAD, PJ): a cap on k, longer than any output of a model
+# with up to 1,024 target positions
 
 DRAFT_LENGTH_HELP = (
     "adaptive: each row drafts up to --block-size tokens, doubling its draft after a fully accepted one "
@@ -156,13 +157,18 @@ def check_models_device(models):
             raise PluginError("fp16 decoding needs a CUDA device: drop --fp16, or run on a GPU")
 
 
-def speculative_config(args, block_size, beta=1, tau=0.0, adaptive=False, measured=False) -> SpeculativeConfig:
-    """A config from fairseq's generation options (``args``: cfg.generation)."""
-    check_block_size(block_size)
-    if block_size is None:
-        raise PluginError("--block-size must be >= 1, got None")
+def speculative_config(args, block_size, vocab_size: int, beta=1, tau=0.0, adaptive=False,
+                       measured=False) -> SpeculativeConfig:
+    """A config from fairseq's generation options (``args``: cfg.generation); ``block_size``: k after the decoder's
+    default was applied (the user's --block-size is checked before, by ``check_block_size``), 0: nothing is ever
+    drafted (``--decoding greedy``); ``vocab_size``: the target dictionary's (``--beta`` chooses among that many
+    tokens at most)."""
+    if block_size is None or block_size < 0:
+        raise ValueError(f"the decoder's builder gave block size {block_size} (was its default applied?)")
     if beta < 1:
         raise PluginError(f"--beta must be >= 1, got {beta}")
+    if beta > vocab_size:
+        raise PluginError(f"--beta must be at most the vocabulary size {vocab_size}, got {beta}")
     if tau < 0:
         raise PluginError(f"--tau must be >= 0, got {tau}")
     return SpeculativeConfig(
@@ -173,7 +179,7 @@ def speculative_config(args, block_size, beta=1, tau=0.0, adaptive=False, measur
     )
 
 
-def report_as_greedy(args, decoding):
+def refuse_beam_and_set_one(args, decoding):
     """The plugin's decoders keep one hypothesis.  ``--beam N`` (N > 1) typed on the command
     line is refused (fairseq-generate's default beam 5 is not typed, and is not refused); the
     beam is then set to 1 so that fairseq-generate's BLEU line says beam=1."""

@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Tuple
 
+from fairseq_plugins_compat.errors import PluginError
+
 EXTRA_DECODERS_ENV = "FAIRSEQ_PLUGINS_DECODERS"
 
 
@@ -122,8 +124,12 @@ def import_extra_decoders():
             module_name = "fairseq_plugins_extra_" + os.path.splitext(os.path.basename(item))[0]
             spec = importlib.util.spec_from_file_location(module_name, item)
             if spec is None or not os.path.isfile(item):
-                raise ImportError(f"{EXTRA_DECODERS_ENV}: no such file {item}")
+                raise PluginError(f"{EXTRA_DECODERS_ENV}: no such file {item}")
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         else:
-            importlib.import_module(item)
+            try:
+                importlib.import_module(item)
+            except ModuleNotFoundError as missing:
+                raise PluginError(f"{EXTRA_DECODERS_ENV}: cannot import {item} ({missing}): a module name on "
+                                  "PYTHONPATH or a path ending in .py") from None

@@ -62,8 +62,8 @@ class SpecDecOptions(DrafterModelOptions):
     cuda_graphs: ChoiceEnum(["auto", "on", "off"]) = field(
         default="auto", metadata={"help": "run each batch-1 drafter call and verifier block on fixed buffers, "
                                           "replayed as CUDA graphs: one launch instead of ~140 small ones each "
-                                          "(the output is unchanged; on an H200 the demo pair's specdec went "
-                                          "from 2.7x to 5.3x stock greedy); batches of several rows, sources over "
+                                          "(the output is unchanged; docs/benchmarks.md: what it gained on a GPU); "
+                                          "batches of several rows, sources over "
                                           "128 tokens and outputs that may pass 256 run the ordinary caches; "
                                           "auto (the default): on for a float32 pair on CUDA when the pair "
                                           "allows it (a drafter trained with --prefix-attention causal and "
@@ -84,8 +84,7 @@ class BlockDrafter(Drafter):
     the head's drafts among the block's ``head_candidates`` best tokens at each position, without scores.
 
     Its drafts fail independently of the last one, so ``--draft-length measured`` drafts the
-    whole block (on Multi30k valid, batch 1: full blocks 1.98-2.04x greedy, shrinking after
-    rejections 1.75-1.93x)."""
+    whole block (with the demo pair, full blocks were faster than blocks shrunk after a rejection)."""
 
     failures_persist = False
 
@@ -93,7 +92,7 @@ class BlockDrafter(Drafter):
                  head_candidates: int = HEAD_CANDIDATES):
         self.model = model
         self.vocab_limit = vocab_limit
-        self.linear = linear  # how the cached drafter runs an nn.Linear (None: float; linears.Int8Linears)
+        self.linear = linear  # how the cached drafter runs an nn.Linear (``drafter_linear``'s; None: as loaded)
         self.built = BuiltOnce()  # the drafter cache's lean layers, reused from batch to batch
         model.eval()
         self.encoder_out = None
@@ -163,10 +162,12 @@ class BlockDrafter(Drafter):
         elif self.cache is not None:  # the cache reorders its own encoder output
             self.cache.keep_rows(rows)
         else:
-            self.encoder_out = self.model.encoder.reorder_encoder_out(self.encoder_out, rows)
+            self.encoder_out = reorder_encoder_out(self.encoder_out, rows)  # its own, or the verifier's
 
 
-DRAFT_VOCAB_COVERAGE = 0.95  # Multi30k valid: 96 % of the counts drafted as many tokens per iteration as all
+# the default draft vocabulary covers this share of the dictionary's counts (the demo pair's: 3,456 of 8,008 entries;
+# on Multi30k valid 4,000 entries drafted as many tokens per iteration as all 8,008, at less drafter cost)
+DRAFT_VOCAB_COVERAGE = 0.95
 
 
 def frequent_entries(dictionary, coverage: float = DRAFT_VOCAB_COVERAGE) -> int:
@@ -251,6 +252,11 @@ def specdec_settings(task, models, opts, name: str, preset: str):
     if vocab_limit < 0 or vocab_limit > len(dictionary):
         raise PluginError(f"--draft-vocab-size must be between 0 and the vocabulary size {len(dictionary)}, "
                           f"got {vocab_limit}")
+    banned = set(getattr(drafter.decoder, "banned", ()))
+    first_draftable = next(i for i in range(len(dictionary)) if i not in banned)
+    if 0 < vocab_limit <= first_draftable:
+        raise PluginError(f"--draft-vocab-size {vocab_limit} leaves the drafter no token to propose (its first "
+                          f"entries are symbols it never drafts): at least {first_draftable + 1}, or 0 for all")
     if opts.draft_vocab_size is None and vocab_limit:
         logger.info(f"{name}: the drafter proposes among the {vocab_limit} most frequent of {len(dictionary)} "
                     f"tokens ({DRAFT_VOCAB_COVERAGE:.0%} of the dictionary's counts; --draft-vocab-size 0: all)")

@@ -14,6 +14,19 @@ from torch import Tensor
 from fairseq.models.transformer import TransformerDecoderBase
 from fairseq_plugins.models import drafter_blocks
 from fairseq_plugins.models.sequential_head import SequentialHead
+from fairseq_plugins_compat.errors import PluginError
+
+
+def count_queries(decoder, longest: int, k: int) -> int:
+    """Queries to run to draft k tokens after prefixes of at most ``longest`` tokens: ``decoder.block_size``, fewer
+    near the end of the position table, never fewer than k (else a one-line PluginError)."""
+    if not 1 <= k <= decoder.block_size:
+        raise PluginError(f"the drafter was trained with block size {decoder.block_size}; cannot propose {k} tokens")
+    n_queries = min(decoder.block_size, decoder.max_positions() - longest)
+    if n_queries < k:
+        raise PluginError(f"a prefix of {longest} tokens + {k} drafted tokens exceeds "
+                          f"the drafter's {decoder.max_positions()} target positions")
+    return n_queries
 
 
 class BlockDrafterDecoder(TransformerDecoderBase):
@@ -116,14 +129,9 @@ class BlockDrafterDecoder(TransformerDecoderBase):
     def propose_states(self, encoder_out, prefix_tokens: Tensor, prefix_lengths: Tensor, k: int) -> Tensor:
         """States (B, k, C) of the first k of ``block_size`` queries, before the output layer.
 
-        Near the end of the position table fewer queries are run (never fewer than k).
+        Near the end of the position table fewer queries are run (:func:`count_queries`).
         """
-        if not 1 <= k <= self.block_size:
-            raise ValueError(f"the drafter was trained with block size {self.block_size}; cannot propose {k} tokens")
-        n_queries = min(self.block_size, self.max_positions() - int(prefix_lengths.max()))
-        if n_queries < k:
-            raise ValueError(f"a prefix of {int(prefix_lengths.max())} tokens + {k} drafted tokens exceeds "
-                             f"the drafter's {self.max_positions()} target positions")
+        n_queries = count_queries(self, int(prefix_lengths.max()), k)
         queries = self.mask_queries(prefix_tokens.size(0), n_queries, prefix_tokens.device)
         return self.forward_block(encoder_out, prefix_tokens, prefix_lengths, queries, features_only=True)[:, :k]
 
