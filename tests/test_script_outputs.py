@@ -1,5 +1,5 @@
 """The tools that write a file (export_checkpoint, average_checkpoints, plot_validation) make its missing folder
-and refuse a folder given as the file, in one line, before any work."""
+and refuse a folder given as the file, in one line, before any work; a checkpoint is written whole or not at all."""
 import argparse
 import os
 import subprocess
@@ -19,6 +19,20 @@ def test_export_makes_the_missing_folder(tiny_checkpoint, tmp_path, capsys):
     out = tmp_path / "new" / "deeper" / "model.pt"
     export_checkpoint.main([str(tiny_checkpoint), str(out), "--fp16"])
     assert out.is_file() and f"wrote {out}" in capsys.readouterr().out
+
+
+def test_an_export_killed_while_saving_leaves_no_file(tiny_checkpoint, tmp_path, monkeypatch):
+    """The recipes take an existing export for a finished step: a save cut short must not leave one."""
+    out = tmp_path / "model.pt"
+
+    def killed(obj, path):
+        open(path, "wb").write(b"half a checkpoint")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", killed)
+    with pytest.raises(KeyboardInterrupt):
+        export_checkpoint.main([str(tiny_checkpoint), str(out), "--fp16"])
+    assert not out.exists()
 
 
 def strings(config, where=""):

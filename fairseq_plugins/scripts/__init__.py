@@ -15,3 +15,13 @@ def output_file(path: str) -> str:
     except OSError as error:
         raise PluginError(f"cannot write {path}: {error.strerror}: {error.filename or folder}") from None
     return path
+
+
+def save_atomically(obj, path: str):
+    """``torch.save(obj, path)`` through ``path.part`` renamed at the end: a killed tool leaves no partial file
+    at ``path``, which the recipes take for a finished step."""
+    import torch
+
+    part = path + ".part"
+    torch.save(obj, part)
+    os.replace(part, path)

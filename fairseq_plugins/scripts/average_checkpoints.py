@@ -11,7 +11,7 @@ import re
 
 import torch
 
-from fairseq_plugins.scripts import output_file
+from fairseq_plugins.scripts import output_file, save_atomically
 from fairseq_plugins_compat.checkpoint_loading import CheckpointError, load_checkpoint_file
 from fairseq_plugins_compat.errors import exit_on_plugin_error
 
@@ -85,7 +85,7 @@ def main(args):
         paths = args.inputs
     output_file(args.output)
     print("averaging:", *paths, sep="\n  ")
-    torch.save(average_checkpoints(paths), args.output)
+    save_atomically(average_checkpoints(paths), args.output)
     print(f"wrote {args.output}")
 
 

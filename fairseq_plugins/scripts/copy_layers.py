@@ -7,7 +7,7 @@ from typing import Dict, List, Optional
 
 import torch
 
-from fairseq_plugins.scripts import output_file
+from fairseq_plugins.scripts import output_file, save_atomically
 from fairseq_plugins.scripts.export_checkpoint import inference_checkpoint
 from fairseq_plugins_compat.checkpoint_loading import load_checkpoint_file
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
@@ -74,7 +74,7 @@ def run(path_in: str, path_out: str, encoder: int, decoder: int, encoder_from: O
                "decoder": parse_sources(decoder_from, "decoder", decoder, old["decoder"])}
     set_layers((state.get("cfg") or {}).get("model"), encoder, decoder)
     set_layers(state.get("args"), encoder, decoder)
-    torch.save(inference_checkpoint(state, copy_layers(model, sources)), path_out)
+    save_atomically(inference_checkpoint(state, copy_layers(model, sources)), path_out)
     return sources
 
 

@@ -6,7 +6,7 @@ import os
 
 import torch
 
-from fairseq_plugins.scripts import output_file
+from fairseq_plugins.scripts import output_file, save_atomically
 from fairseq_plugins_compat.checkpoint_loading import load_checkpoint_file
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
@@ -26,7 +26,7 @@ def export(path_in, path_out, fp16=False, drop_sequential_head=False):
             same = tensor.half() if fp16 and tensor.is_floating_point() else tensor
             converted.append((tensor, same))
         model[name] = same
-    torch.save(inference_checkpoint(state, model), path_out)
+    save_atomically(inference_checkpoint(state, model), path_out)
     return sum(c.numel() for _, c in converted)
 
 

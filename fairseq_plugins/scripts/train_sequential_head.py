@@ -15,7 +15,7 @@ from argparse import Namespace
 import torch
 from torch import nn
 
-from fairseq_plugins.scripts import output_file
+from fairseq_plugins.scripts import output_file, save_atomically
 from fairseq_plugins_compat.checkpoint_loading import load_checkpoint_file
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
@@ -126,7 +126,7 @@ def save(model, drafter_path: str, path: str):
         elif holder is not None:
             holder["sequential_head"] = True
     state["model"] = {name: t.detach().cpu() for name, t in model.state_dict().items()}
-    torch.save(state, path)
+    save_atomically(state, path)
 
 
 def main(argv=None):
