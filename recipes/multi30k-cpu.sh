@@ -59,7 +59,7 @@ main() {
   log "3/6 distillation (greedy: what lossless SpecDec accepts)"
   distill "$OUT/distilled" 1
   log "4/6 drafter"
-  if ! all_exist "$drafter"; then
+  if ! all_exist "$OUT/drafter/training.done"; then   # checkpoint_best.pt exists from the first validation on
     STOP_TIME_HOURS=$DRAFTER_HOURS train_drafter "$OUT/distilled/bin" "$OUT/drafter"
   fi
   if [ "$HEAD_UPDATES" != 0 ]; then
@@ -71,7 +71,7 @@ main() {
     # the demo's drafter-beam5.pt's settings (checkpoints/README.md): no dropout, a warm-up longer than the run
     # (the rate stays 1e-4); the best by valid loss (it chose by SpecDec++'s valid BLEU instead)
     STOP_TIME_HOURS=$SPECDECPP_HOURS DROPOUT=0.0 WARMUP=10000 \
-      specdecpp_drafter 5 "$drafter" "$OUT/drafter-beam5" "$pp_drafter"
+      specdecpp_drafter 5 "$drafter" "$OUT/drafter-beam5" "$OUT/drafter-beam5/training.done"
     DECODERS=$DECODERS,specdec++:drafter_path=$pp_drafter
   fi
   if [ "$HEAD_UPDATES" != 0 ]; then drafter=$with_head; fi   # the latency stage drafts through the head
@@ -96,6 +96,7 @@ main() {
 train_drafter() {
   SETTING=multi30k-drafter DATA=$1 SAVE_DIR=$2 VERIFIER=$VERIFIER THREADS=$THREADS \
     bash "$REPO/recipes/train-drafter.sh" "${@:3}"
+  date > "$2/training.done"   # the stage is finished (a killed one resumes from its last save)
 }
 
 # double_token VAR=VALUE...: recipes/double-token/train-multi30k.sh on OUT/bin (orders already

@@ -47,8 +47,14 @@ def test_multi30k_recipe_dry_run(tmp_path):
     # the rerun gets the recipe's default DECODERS, so that it does not start python to list them
     from fairseq_plugins.bench.decoders import default_decoders
 
-    rerun = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-cpu.sh")], text=True,
-                           env={**env, "DECODERS": f"{default_decoders()},oracle,bound"},
+    rerun_env = {**env, "DECODERS": f"{default_decoders()},oracle,bound"}
+    # a drafter training killed after its first validation (checkpoint_best.pt written) resumes on the rerun
+    (tmp_path / "drafter" / "training.done").unlink()
+    resumed = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-cpu.sh")], text=True, env=rerun_env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    assert resumed.returncode == 0 and "fairseq_cli.train" in resumed.stdout, resumed.stdout[-3000:]
+    assert (tmp_path / "drafter" / "training.done").exists()
+    rerun = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-cpu.sh")], text=True, env=rerun_env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
     assert rerun.returncode == 0 and "fairseq_cli.train" not in rerun.stdout  # every stage skipped
 
