@@ -18,7 +18,7 @@ SRC=${SRC:-en}; TGT=${TGT:-de}
 SAVE_DIR=${SAVE_DIR:-$(dirname "$DATA")/checkpoints/at-$SRC$TGT}
 CHECKPOINT=${CHECKPOINT:-$SAVE_DIR/checkpoint_avg10.pt}
 DRAFTER=${DRAFTER:-}                      # block NAT drafter checkpoint (SpecDec rows)
-DECODERS=${DECODERS:-}                  # empty: every registered decoder (the harness default); + oracle,bound
+DECODERS=${DECODERS:-}                  # empty: the harness default (every registered decoder); add oracle,bound
 SUBSET=${SUBSET:-test}
 DEVICE=${DEVICE:-cpu}                     # cpu | cuda
 FP16=${FP16:-0}                           # 1: half precision (cuda only)
@@ -26,7 +26,7 @@ THREADS=${THREADS:-1}                     # CPU threads (torch and CTranslate2)
 WARMUP=${WARMUP:-10}                      # untimed sentences per decoder
 MAX_SENTENCES=${MAX_SENTENCES:-0}         # 0: the whole split
 BATCH_SIZES=${BATCH_SIZES:-1}             # 1: the paper's latency setting; e.g. 1,8,32 for a sweep
-REMOVE_BPE=${REMOVE_BPE:-${EVAL_BPE:-subword_nmt}}   # subword_nmt | sentencepiece | none
+REMOVE_BPE=${REMOVE_BPE:-${EVAL_BPE:-sentencepiece}}   # subword_nmt | sentencepiece | none (default: as generate.sh)
 CT2=${CT2:-1}                             # 0: no CTranslate2 rows
 CT2_COMPUTE_TYPES=${CT2_COMPUTE_TYPES:-auto}  # e.g. float32,int8 (auto: those of float32/int8/int16/bfloat16 supported)
 MD_SECTION=${MD_SECTION:-}                # e.g. wmt14-cpu-b1: the table into DOC's <!-- bench:NAME --> section

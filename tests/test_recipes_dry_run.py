@@ -67,9 +67,14 @@ def test_dry_run_chain(wmt_slice, tmp_path):
     recipe("train-teacher.sh", {**trainings, "SETTING": "wmt14-ende-teacher", "SAVE_DIR": str(teacher)})
     assert (teacher / "checkpoint2.pt").exists() and (teacher / "checkpoint_avg2.pt").exists()
 
-    stdout, _ = recipe("generate.sh", {**common, "CHECKPOINT": str(ckpt / "checkpoint_avg2.pt")})
+    stdout, err = recipe("generate.sh", {**common, "CHECKPOINT": str(ckpt / "checkpoint_avg2.pt")})
     gen = Path(stdout.strip().splitlines()[-1])
     assert gen.exists() and sum(line.startswith("H-") for line in open(gen)) == 50
+    assert "'post_process': 'subword_nmt'" in err  # the setting's EVAL_BPE
+    # a sentencepiece setting (EVAL_BPE unset: train-at.sh's default) scores detokenized pieces, not "@@ " units
+    _, err = recipe("generate.sh", {**common, "SETTING": "multi30k-verifier", "CHECKPOINT": str(ckpt / "checkpoint_avg2.pt"),
+                                    "GEN": str(tmp_path / "gen-spm.txt")})
+    assert "'post_process': 'sentencepiece'" in err
 
     stdout, _ = recipe("evaluate-bleu.sh", {"GEN": str(gen), "TGT_LANG": "de", "DETOK": "none",
                                             "REF_RAW": str(out / "raw" / "test.de")})
