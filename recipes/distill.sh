@@ -91,14 +91,18 @@ main() {
   local -a prefs=(--trainpref "$text/$TRAIN")
   if [ -s "$text/$VALID.$SRC" ]; then prefs+=(--validpref "$text/$VALID"); fi
   if [ -s "$text/$TEST.$SRC" ]; then prefs+=(--testpref "$text/$TEST"); fi
-  rm -rf "$bin"
-  binarize "$bin" "${prefs[@]}"
+  # into bin.part, renamed when whole: a binarization cut short (train1 missing) is never taken for the corpus
+  local part=$bin.part
+  rm -rf "$part"
+  binarize "$part" "${prefs[@]}"
   if [ -s "$more_prefix.$TGT" ]; then
-    binarize "$bin/more" --trainpref "$more_prefix"
-    for t in "$bin"/more/train.*; do mv "$t" "$bin/train1.${t##*/train.}"; done
-    rm -rf "$bin/more"
+    binarize "$part/more" --trainpref "$more_prefix"
+    for t in "$part"/more/train.*; do mv "$t" "$part/train1.${t##*/train.}"; done
+    rm -rf "$part/more"
     log "more sources: $(wc -l < "$more_prefix.$TGT") training pairs as train1 in $bin"
   fi
+  rm -rf "$bin"
+  mv "$part" "$bin"
   log "distilled corpus: $bin ($n_tgt training pairs; untranslated lines: $text/$TRAIN.$TGT.report.tsv)"
 }
 # binarize DESTDIR PREF_OPTIONS...: fairseq-preprocess with the verifier's dictionaries
