@@ -53,6 +53,7 @@ main() {
   with_model_check_fit
   resolve_device
   choose_drafter
+  keep_dry_runs_apart "$OUT"
   DATA_BIN=$OUT/data/bin DATA_SPM=$OUT/data/spm   # what the verifier distils (lib/drafter_stages.sh)
   local distilled=$OUT/distilled/bin drafter_dir=$OUT/drafter results=$OUT/results/latency-$SUBSET
 

@@ -40,6 +40,7 @@ main() {
   local recipes=$REPO/recipes drafter=$OUT/drafter/checkpoint_best.pt results=$OUT/results/multi30k-test2016
   local with_head=$OUT/drafter/with_head.pt pp_drafter=$OUT/drafter-beam5/checkpoint_best.pt
 
+  keep_dry_runs_apart "$OUT"
   log "1/6 data"
   OUT_DIR=$OUT bash "$recipes/data/prepare-multi30k.sh"
   local double_token_pid=""

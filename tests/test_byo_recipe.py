@@ -95,6 +95,10 @@ def test_end_to_end_dry_run_then_every_stage_skipped(user_model, tmp_path):
     for done in ("distilled corpus exists", "drafter trained already", "latency table exists"):
         assert done in rerun
     assert "fairseq_cli.train" not in rerun and "fairseq_cli.preprocess" not in rerun
+    # a real run into the dry run's OUT would take its tiny outputs for finished stages: refused in one line
+    rc, real = run(RECIPE, {**env, "DRY_RUN": "0"}, timeout=300, cwd=tmp_path)
+    assert rc != 0 and "holds a dry run's outputs (DRY_RUN=1): give another OUT" in real, real[-3000:]
+    assert "Traceback" not in real and "fairseq_cli" not in real
 
 
 def test_data_step_uses_the_given_model_and_dictionaries(user_model, tmp_path):

@@ -61,6 +61,19 @@ check_inputs() {
   [ ${#missing[@]} = 0 ] || die "missing input(s): $(IFS=';'; echo "${missing[*]}" | sed 's/;/; /g')"
 }
 
+# keep_dry_runs_apart DIR: a dry run and a real run never share DIR, whose finished outputs each takes for its own
+# (a real run would skip every stage after a dry run's tiny ones): a dry run marks DIR with DIR/.dry-run and refuses a
+# DIR a real run wrote into; a real run refuses a marked DIR
+keep_dry_runs_apart() {
+  if [ "$DRY_RUN" = 1 ]; then
+    if [ -d "$1" ] && [ ! -e "$1/.dry-run" ] && [ -n "$(ls -A "$1")" ]; then
+      die "$1 holds a real run's outputs: give the dry run another OUT"
+    fi
+    mkdir -p "$1" && touch "$1/.dry-run"
+  elif [ -e "$1/.dry-run" ]; then
+    die "$1 holds a dry run's outputs (DRY_RUN=1): give another OUT, or delete that folder"
+  fi
+}
 # abspath PATH: PATH made absolute against the current directory (paths saved in checkpoints stay valid)
 abspath() { case $1 in /*) echo "$1" ;; *) echo "$PWD/${1#./}" ;; esac; }
 # relative PATH: PATH relative to the current directory (tables printed from the clone name paths as a clone has them)
