@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Average the last NUM_AVG epoch checkpoints (paper Appendix A: the last 10) into one file.
+# Average the last NUM_AVG epoch checkpoints (paper Appendix A: the last 10) into one file; NUM_AVG defaults to the
+# setting's KEEP_LAST_EPOCHS (the epochs its training keeps), else 10.
 #   SAVE_DIR=$RUNS/wmt14-ende/checkpoints/verifier-ende bash recipes/average-checkpoints.sh
 #   SETTING=wmt14-ende-verifier bash recipes/average-checkpoints.sh     # SAVE_DIR from the setting
 set -euo pipefail
@@ -7,7 +8,7 @@ set -euo pipefail
 SETTING=${SETTING:-}
 if [ -n "$SETTING" ]; then . "$REPO/recipes/settings/$SETTING.sh"; fi
 SAVE_DIR=${SAVE_DIR:?set SAVE_DIR or SETTING}
-NUM_AVG=${NUM_AVG:-10}
+NUM_AVG=${NUM_AVG:-${KEEP_LAST_EPOCHS:-10}}
 BY=${BY:-epoch}                      # epoch: checkpointN.pt | update: checkpoint_E_U.pt
 if [ "$DRY_RUN" = 1 ]; then NUM_AVG=${DRY_NUM_AVG:-2}; fi
 OUTPUT=${OUTPUT:-$SAVE_DIR/checkpoint_avg$NUM_AVG.pt}

@@ -16,7 +16,7 @@ if [ -n "$SETTING" ]; then . "$REPO/recipes/settings/$SETTING.sh"; fi
 DATA=${DATA:?set DATA or SETTING}
 SRC=${SRC:-en}; TGT=${TGT:-de}
 SAVE_DIR=${SAVE_DIR:-$(dirname "$DATA")/checkpoints/at-$SRC$TGT}
-CHECKPOINT=${CHECKPOINT:-$SAVE_DIR/checkpoint_avg10.pt}
+CHECKPOINT=${CHECKPOINT:-$SAVE_DIR/checkpoint_avg${KEEP_LAST_EPOCHS:-10}.pt}   # average-checkpoints.sh's
 DRAFTER=${DRAFTER:-}                      # block NAT drafter checkpoint (SpecDec rows)
 DECODERS=${DECODERS:-}                  # empty: the harness default (every registered decoder); add oracle,bound
 SUBSET=${SUBSET:-test}

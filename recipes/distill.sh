@@ -5,7 +5,7 @@
 # DISTILL_VALID=1 (default): the valid targets are the teacher's translations too, so that the
 # drafter's validation (spec_tokens_per_iter) measures acceptance against the teacher's output;
 # the test split always keeps its references.
-#   TEACHER=$RUNS/multi30k/teacher/checkpoint_avg.pt RAW=$RUNS/multi30k/spm \
+#   TEACHER=$RUNS/multi30k/verifier/checkpoint_avg5.pt RAW=$RUNS/multi30k/spm \
 #   VERIFIER_DATA=$RUNS/multi30k/bin OUT=$RUNS/multi30k/distilled bash recipes/distill.sh
 # Resumable: run the same command again after a kill (finished chunks are kept).
 # Shards: NUM_SHARDS local processes, one GPU each when CUDA is visible.
@@ -14,7 +14,7 @@ main() {
   . "$(dirname "$0")/lib/common.sh"
 
   # inputs / outputs
-  TEACHER=${TEACHER:-$RUNS/multi30k/teacher/checkpoint_avg.pt}   # several: space separated (ensemble)
+  TEACHER=${TEACHER:-$RUNS/multi30k/verifier/checkpoint_avg5.pt}   # multi30k-cpu.sh's; several: space separated (ensemble)
   VERIFIER_DATA=${VERIFIER_DATA:-$RUNS/multi30k/bin}            # has dict.$SRC.txt and dict.$TGT.txt
   # the teacher's dictionaries (its checkpoint saves a possibly relative data path: not used)
   TEACHER_DATA=${TEACHER_DATA:-$VERIFIER_DATA}

@@ -12,7 +12,7 @@ if [ -n "$SETTING" ]; then . "$REPO/recipes/settings/$SETTING.sh"; fi
 DATA=${DATA:?set DATA or SETTING}
 SRC=${SRC:-en}; TGT=${TGT:-de}
 SAVE_DIR=${SAVE_DIR:-$(dirname "$DATA")/checkpoints/at-$SRC$TGT}
-CHECKPOINT=${CHECKPOINT:-$SAVE_DIR/checkpoint_avg10.pt}
+CHECKPOINT=${CHECKPOINT:-$SAVE_DIR/checkpoint_avg${KEEP_LAST_EPOCHS:-10}.pt}   # average-checkpoints.sh's
 SUBSET=${SUBSET:-test}
 TASK=${TASK:-translation}
 BEAM=${BEAM:-5}; LENPEN=${LENPEN:-1.0}
