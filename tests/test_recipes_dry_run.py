@@ -83,6 +83,14 @@ def test_dry_run_chain(wmt_slice, tmp_path):
     assert 0.0 <= float(scores["tokenized_bleu"]) <= 100.0
     assert 0.0 <= float(scores["sacrebleu"]) <= 100.0
     assert 0.0 <= float(scores["repetition_ratio"]) <= 1.0
+    # a reference with another line count: sacreBLEU's own reason in one line, not a silent empty score
+    short = tmp_path / "short.de"
+    short.write_text("".join(open(out / "raw" / "test.de").readlines()[:10]))
+    proc = subprocess.run(["bash", str(RECIPES / "evaluate-bleu.sh")], text=True, capture_output=True, timeout=120,
+                          env={**os.environ, "PATH": os.pathsep.join([str(BIN_DIR), os.environ.get("PATH", "")]),
+                               "GEN": str(gen), "TGT_LANG": "de", "DETOK": "none", "REF_RAW": str(short)})
+    assert proc.returncode != 0 and "sacreBLEU: " in proc.stderr and "lengths" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
     assert "compound_split=1" in scores["tokenized_bleu_line"]
 
 
