@@ -6,7 +6,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
 SETTING=${SETTING:-}
-if [ -n "$SETTING" ]; then . "$REPO/recipes/settings/$SETTING.sh"; fi
+load_setting
 SAVE_DIR=${SAVE_DIR:?set SAVE_DIR or SETTING}
 NUM_AVG=${NUM_AVG:-${KEEP_LAST_EPOCHS:-10}}
 BY=${BY:-epoch}                      # epoch: checkpointN.pt | update: checkpoint_E_U.pt

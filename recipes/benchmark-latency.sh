@@ -12,7 +12,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
 SETTING=${SETTING:-}
-if [ -n "$SETTING" ]; then . "$REPO/recipes/settings/$SETTING.sh"; fi
+load_setting
 DATA=${DATA:?set DATA or SETTING}
 SRC=${SRC:-en}; TGT=${TGT:-de}
 SAVE_DIR=${SAVE_DIR:-$(dirname "$DATA")/checkpoints/at-$SRC$TGT}

@@ -8,7 +8,7 @@ set -euo pipefail
 main() {
   . "$(dirname "$0")/lib/common.sh"
   SETTING=${SETTING:-}
-  if [ -n "$SETTING" ]; then . "$REPO/recipes/settings/$SETTING.sh"; fi
+  load_setting
 
   VERIFIER=${VERIFIER:-}                       # its encoder + embeddings initialise the drafter
   DECODER_INIT=${DECODER_INIT:-first}          # with VERIFIER: first|last|none of its decoder layers

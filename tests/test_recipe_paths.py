@@ -32,3 +32,11 @@ def test_no_recipe_defaults_into_a_fixed_folder():
     assert fixed.search('OUT=${OUT:-/data/runs}') and not fixed.search('OUT=${OUT:-$RUNS/multi30k}')
     offenders = [str(path.relative_to(RECIPES)) for path in RECIPES.rglob("*.sh") if fixed.search(path.read_text())]
     assert offenders == []
+
+
+def test_an_unknown_setting_is_one_line_naming_the_settings():
+    proc = subprocess.run(["bash", str(RECIPES / "generate.sh")], env={**os.environ, "SETTING": "multi30k-verifer"},
+                          text=True, capture_output=True, cwd="/", timeout=60)
+    assert proc.returncode != 0 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "SETTING=multi30k-verifer: no recipes/settings/multi30k-verifer.sh (settings: " in proc.stderr
+    assert " multi30k-verifier " in proc.stderr

@@ -61,6 +61,17 @@ check_inputs() {
   [ ${#missing[@]} = 0 ] || die "missing input(s): $(IFS=';'; echo "${missing[*]}" | sed 's/;/; /g')"
 }
 
+# load_setting: recipes/settings/$SETTING.sh sourced when SETTING is set; an unknown name is one line listing them
+load_setting() {
+  [ -n "${SETTING:-}" ] || return 0
+  local file=$REPO/recipes/settings/$SETTING.sh names
+  if [ ! -f "$file" ]; then
+    names=$(cd "$REPO/recipes/settings" && for f in *.sh; do printf '%s ' "${f%.sh}"; done)
+    die "SETTING=$SETTING: no recipes/settings/$SETTING.sh (settings: ${names% })"
+  fi
+  # shellcheck disable=SC1090
+  . "$file"
+}
 # keep_dry_runs_apart DIR: a dry run and a real run never share DIR, whose finished outputs each takes for its own
 # (a real run would skip every stage after a dry run's tiny ones): a dry run marks DIR with DIR/.dry-run and refuses a
 # DIR a real run wrote into; a real run refuses a marked DIR
