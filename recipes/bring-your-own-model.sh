@@ -77,7 +77,7 @@ main() {
     MAX_UPDATE=$PP_MAX_UPDATE MAX_EPOCH=1000 WARMUP=$PP_MAX_UPDATE DRAFTER_CHECKPOINT=checkpoint_last.pt \
       specdecpp_drafter "$PP_BEAM" "$block_drafter" "$OUT/drafter-beam" "$OUT/drafter-beam/training.done"
     decoders=${decoders:-$(default_decoders "$OUT/drafter-beam/checkpoint_last.pt")}
-  else log "5/6 no SpecDec++ drafter (SPECDEC_PP=0)"; fi
+  else log "5/6 no SpecDec++ drafter (SPECDEC_PP=0)"; decoders=${decoders:-$(default_decoders)}; fi
   if [ "$BENCH" = 0 ]; then log "6/6 no latency table (BENCH=0)"; return; fi
   log "6/6 latency and BLEU of every decoder on $SUBSET (batch 1, $DEVICE)"
   if all_exist "$results.md"; then log "latency table exists: $results.md"; cat "$results.md"
@@ -158,9 +158,9 @@ train_drafter() {
   date > "$2/training.done"
 }
 
-# default_decoders PP_DRAFTER: the harness's default rows with SpecDec++ on PP_DRAFTER
+# default_decoders [PP_DRAFTER]: the table's rows, SpecDec++ on PP_DRAFTER (no SpecDec++ row without one)
 default_decoders() {
-  echo "beam1,greedy,beam5,specdec,specdec:head_candidates=0,specdec++:drafter_path=$1,iad,jacobi,oracle,bound"
+  echo "beam1,greedy,beam5,specdec,specdec:head_candidates=0${1:+,specdec++:drafter_path=$1},iad,jacobi,oracle,bound"
 }
 
 main "$@"
