@@ -51,7 +51,7 @@ DECODERS=${DECODERS:-beam1,greedy,beam5,specdec,${specdec_pp}iad,jacobi,gs-jacob
 oracle,bound,drafter-only,greedy:verifier_matmul=int8,specdec:verifier_matmul=int8,iad:verifier_matmul=int8}
 for split in $TEST_SPLITS; do
   name=$([ "$split" = test ] && echo "" || echo "-test2017")
-  for bs in $BATCH_SIZES; do
+  for bs in ${BATCH_SIZES//,/ }; do   # "1 32" or 1,32
     section=$SECTION_PREFIX$name-b$bs
     log "latency of $demo on $split (batch $bs, $THREADS thread(s)) -> $DOC, section $section"
     OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS "$PYTHON" -m fairseq_plugins.bench.latency \

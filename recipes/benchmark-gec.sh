@@ -64,7 +64,7 @@ for other in $OTHER_MODELS; do
   for decoder in ${OTHER_DECODERS//,/ }; do decoders+=",$decoder:model=$name"; done
 done
 for name in $TEST_SETS; do
-  for bs in $BATCH_SIZES; do
+  for bs in ${BATCH_SIZES//,/ }; do   # "1 32" or 1,32
     section=$SECTION_PREFIX-$name-b$bs
     log "latency of $(relative "$MODEL") on $name (batch $bs, $THREADS thread(s)) -> $DOC, section $section"
     OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS "$PYTHON" -m fairseq_plugins.bench.latency \

@@ -31,7 +31,7 @@ def test_demo_benchmark_quick_mode_writes_a_section_per_batch_size(tmp_path):
     doc = tmp_path / "benchmarks.md"
     doc.write_text("# Benchmarks\n\nProse.\n\n<!-- bench:demo-cpu-b1 -->\nold\n<!-- /bench:demo-cpu-b1 -->\n\nMore prose.\n")
     env = {**os.environ, "DRY_RUN": "1", "OUT_DIR": str(tmp_path / "out"), "DOC": str(doc), "MAX_SENTENCES": "4",
-           "WARMUP": "0", "BATCH_SIZES": "1 2", "PYTHONPATH": str(REPO),
+           "WARMUP": "0", "BATCH_SIZES": "1,2", "PYTHONPATH": str(REPO),
            "MULTI30K_DIR": str(MULTI30K_RAW)}
     proc = subprocess.run(["bash", str(REPO / "recipes" / "benchmark-demo.sh"), "--rounds", "1"], env=env, cwd=REPO,
                           text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)

@@ -302,14 +302,15 @@ def test_recipe_and_module_entry_point(reverse_data, tiny_checkpoint, tmp_path):
     env = {**os.environ, "PATH": os.pathsep.join([str(BIN_DIR), os.environ["PATH"]]), "OMP_NUM_THREADS": "1",
            "DATA": str(reverse_data), "CHECKPOINT": str(tiny_checkpoint), "SRC": "src", "TGT": "tgt",
            "DECODERS": "beam1,gs-jacobi", "MAX_SENTENCES": "3", "WARMUP": "1", "REMOVE_BPE": "none",
+           "BATCH_SIZES": "1 2",  # as the other benchmark recipes take it (or 1,2)
            "OUT_DIR": str(tmp_path), "PYTHON": sys.executable}
     proc = subprocess.run(["bash", str(REPO / "recipes" / "benchmark-latency.sh"), "--max-len-b", "10",
                            "--no-progress-bar"], env=env, cwd=REPO, text=True, capture_output=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     md = proc.stdout.strip().splitlines()[-1]
-    assert md == str(tmp_path / "latency-test-cpu-fp32-batch1.md")
+    assert md == str(tmp_path / "latency-test-cpu-fp32-batch1_2.md")
     assert os.path.exists(md.replace(".md", ".png")) and os.path.exists(md.replace(".md", ".json"))
-    assert "| gs-jacobi | 1 |" in open(md).read()
+    assert "| gs-jacobi | 1 |" in open(md).read() and "| gs-jacobi | 2 |" in open(md).read()
 
 
 def test_help_lists_the_options(capsys):

@@ -75,7 +75,7 @@ spm_learn_encode "$OUT_DIR/spm" "$VOCAB_SIZE" "$SPM_TYPE" "$RAW/clean.train" \
   "$RAW" "$OUT_DIR/spm" train valid test test1 -- src tgt
 
 # 5. binarize (joined dictionary)
-if ! all_exist "$BIN_DIR/dict.src.txt" "$BIN_DIR/test1.src-tgt.tgt.bin"; then
+if ! all_exist "$BIN_DIR/dict.src.txt" "$BIN_DIR/test1.src-tgt.tgt.idx"; then
   fairseq-preprocess --source-lang src --target-lang tgt --joined-dictionary \
     --trainpref "$OUT_DIR/spm/train" --validpref "$OUT_DIR/spm/valid" \
     --testpref "$OUT_DIR/spm/test,$OUT_DIR/spm/test1" --destdir "$BIN_DIR" --workers "$WORKERS"

@@ -44,7 +44,7 @@ spm_learn_encode "$OUT_DIR/spm" "$VOCAB_SIZE" "$SPM_TYPE" "$RAW/train.$SRC,$RAW/
   "$RAW" "$OUT_DIR/spm" train valid test test1 -- "$SRC" "$TGT"
 
 # 3. binarize with one joined dictionary
-if ! all_exist "$BIN_DIR/dict.$SRC.txt" "$BIN_DIR/test1.$SRC-$TGT.$TGT.bin"; then
+if ! all_exist "$BIN_DIR/dict.$SRC.txt" "$BIN_DIR/test1.$SRC-$TGT.$TGT.idx"; then
   fairseq-preprocess --source-lang "$SRC" --target-lang "$TGT" --joined-dictionary \
     --trainpref "$OUT_DIR/spm/train" --validpref "$OUT_DIR/spm/valid" \
     --testpref "$OUT_DIR/spm/test,$OUT_DIR/spm/test1" --destdir "$BIN_DIR" --workers "$WORKERS"

@@ -71,7 +71,7 @@ mt_pipeline() {
   esac
   # 4. binarize: train, valid, then every further split as test, test1, ...
   local last=${splits[-1]}
-  if ! all_exist "$BIN_DIR/dict.$SRC.txt" "$BIN_DIR/$(mt_fairseq_name "$last" "${splits[@]}").$SRC-$TGT.$TGT.bin"; then
+  if ! all_exist "$BIN_DIR/dict.$SRC.txt" "$BIN_DIR/$(mt_fairseq_name "$last" "${splits[@]}").$SRC-$TGT.$TGT.idx"; then
     local tests="" s
     for s in "${splits[@]:2}"; do tests+=${tests:+,}$sub/$s; done
     fairseq-preprocess --source-lang "$SRC" --target-lang "$TGT" --joined-dictionary \
