@@ -1,4 +1,5 @@
-"""Default paths of the recipes: derived from RUNS (recipes/lib/common.sh), none fixed to one machine."""
+"""Default paths of the recipes: derived from RUNS (recipes/lib/common.sh), none fixed to one machine; the shared
+helpers of common.sh that a mistake in a path or a setting reaches."""
 import os
 import re
 import subprocess
@@ -40,3 +41,15 @@ def test_an_unknown_setting_is_one_line_naming_the_settings():
     assert proc.returncode != 0 and proc.stderr.count("\n") == 1, proc.stderr
     assert "SETTING=multi30k-verifer: no recipes/settings/multi30k-verifer.sh (settings: " in proc.stderr
     assert " multi30k-verifier " in proc.stderr
+
+
+def test_a_failed_download_stops_the_recipe_where_it_failed(tmp_path):
+    """local_or_fetch runs inside $(...), where set -e does not stop at a failed curl: the recipe must not go on
+    with the file it did not get."""
+    script = (f'set -euo pipefail; . "{RECIPES}/lib/common.sh"; '
+              f'file=$(local_or_fetch "{tmp_path}/none" http://127.0.0.1:9/corpus.txt "{tmp_path}/corpus.txt"); '
+              'echo "went on with $file"')
+    proc = subprocess.run(["bash", "-c", script], env={**os.environ, "DRY_RUN": "0"}, text=True, capture_output=True,
+                          cwd="/", timeout=120)
+    assert proc.returncode != 0 and "went on" not in proc.stdout
+    assert "download failed: http://127.0.0.1:9/corpus.txt" in proc.stderr, proc.stderr

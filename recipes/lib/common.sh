@@ -114,8 +114,9 @@ average_checkpoints() {
 fetch() {
   local url=$1 dest=$2
   log "downloading $url"
-  if command -v curl >/dev/null; then curl -fSL --retry 3 -o "$dest.part" "$url"
-  else wget -q -O "$dest.part" "$url"; fi
+  # || die: also inside $(...), where set -e does not stop at the failed download (local_or_fetch's callers)
+  if command -v curl >/dev/null; then curl -fSL --retry 3 -o "$dest.part" "$url" || die "download failed: $url"
+  else wget -q -O "$dest.part" "$url" || die "download failed: $url"; fi
   mv "$dest.part" "$dest"
 }
 
