@@ -36,6 +36,7 @@ DOC=${DOC:-$REPO/docs/benchmarks.md}
 need_fairseq
 check_inputs "DEMO/verifier.pt=$DEMO/verifier.pt" "DEMO/drafter.pt=$DEMO/drafter.pt" \
   "DEMO/sentencepiece.model=$DEMO/sentencepiece.model"
+DEMO=$(abspath "$DEMO"); OUT_DIR=$(abspath "$OUT_DIR"); DOC=$(abspath "$DOC")   # as given, before the cd below
 
 # 1. Multi30k prepared with the demo pair's sentencepiece model and dictionaries (DRY_RUN: the first lines only)
 demo_test_data "$OUT_DIR" "$TEST_SPLITS"

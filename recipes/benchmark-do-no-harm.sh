@@ -32,6 +32,9 @@ EOF
   mv "$DRAFTER.part" "$DRAFTER"
 fi
 
+# as given, absolute before the cd: benchmark-demo.sh reads them (DOC where set) from its environment
+OUT_DIR=$(abspath "$OUT_DIR"); DRAFTER=$(abspath "$DRAFTER"); export DEMO; DEMO=$(abspath "$DEMO")
+[ -z "${DOC:-}" ] || { export DOC; DOC=$(abspath "$DOC"); }
 cd "$REPO"
 drafter=$(relative "$DRAFTER")
 DECODERS=${DECODERS:-beam1,greedy,specdec:drafter_path=$drafter,iad,jacobi,gs-jacobi,hybrid-jacobi} \

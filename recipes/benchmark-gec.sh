@@ -53,13 +53,19 @@ all_exist "$MODEL" || die "no GEC model at MODEL=$MODEL: train one (SETTING=gec-
   "ship it (bash recipes/gec/ship.sh) or pass MODEL=\$RUNS/gec-synth/transformer-6x6/checkpoint_best.pt"
 need_fairseq
 
-# paths relative to the clone (they are printed in the tables)
-cd "$REPO"
-models=() decoders=$DECODERS
+# paths as given (absolute before the cd), then relative to the clone (they are printed in the tables)
+MODEL=$(abspath "$MODEL"); DATA=$(abspath "$DATA"); GEC_DATA_DIR=$(abspath "$GEC_DATA_DIR")
+OUT_DIR=$(abspath "$OUT_DIR"); DOC=$(abspath "$DOC")
+models=() decoders=$DECODERS others=()
 for other in $OTHER_MODELS; do
   name=${other%%=*} path=${other#*=}
   [ "$name" != "$other" ] && [ -n "$name" ] || die "OTHER_MODELS: expected NAME=CHECKPOINT, got $other"
   all_exist "$path" || die "OTHER_MODELS: no model at $path ($name)"
+  others+=("$name=$(abspath "$path")")
+done
+cd "$REPO"
+for other in ${others[@]+"${others[@]}"}; do
+  name=${other%%=*} path=${other#*=}
   models+=(--model "$name=$(relative "$path")")
   for decoder in ${OTHER_DECODERS//,/ }; do decoders+=",$decoder:model=$name"; done
 done

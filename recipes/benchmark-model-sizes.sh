@@ -28,6 +28,7 @@ check_inputs "DATA/dict.en.txt=$DATA/dict.en.txt" "DATA/test.en-de.en.bin=$DATA/
 
 short_name() { case "$1" in transformer_wmt_en_de) echo base ;; transformer_vaswani_wmt_en_de_big) echo big ;; *) echo "$1" ;; esac; }
 
+DATA=$(abspath "$DATA"); OUT_DIR=$(abspath "$OUT_DIR"); DOC=$(abspath "$DOC")   # as given, before the cd
 cd "$REPO"
 for arch in $ARCHS; do
   name=$(short_name "$arch")

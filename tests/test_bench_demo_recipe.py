@@ -55,12 +55,14 @@ def test_demo_benchmark_quick_mode_writes_a_section_per_batch_size(tmp_path):
 @pytest.mark.skipif(not (REPO / "checkpoints" / "demo" / "drafter.pt").exists(), reason="no demo pair")
 def test_do_no_harm_quick_mode_times_a_drafter_that_never_helps(tmp_path):
     """recipes/benchmark-do-no-harm.sh: the demo drafter with each tensor shuffled drafts ~1 token an iteration;
-    every row keeps greedy's outputs, in sections harm-cpu-b*."""
+    every row keeps greedy's outputs, in sections harm-cpu-b*. Paths relative to the caller's folder (the recipes
+    cd into the clone: they are resolved before)."""
     doc, out = tmp_path / "benchmarks.md", tmp_path / "out"
-    env = {**os.environ, "DRY_RUN": "1", "OUT_DIR": str(out), "DOC": str(doc), "MAX_SENTENCES": "3", "WARMUP": "0",
-           "BATCH_SIZES": "1", "PYTHONPATH": str(REPO), "MULTI30K_DIR": str(MULTI30K_RAW)}
+    env = {**os.environ, "DRY_RUN": "1", "OUT_DIR": "out", "DOC": "benchmarks.md", "MAX_SENTENCES": "3", "WARMUP": "0",
+           "DEMO": os.path.relpath(REPO / "checkpoints" / "demo", tmp_path), "BATCH_SIZES": "1",
+           "PYTHONPATH": str(REPO), "MULTI30K_DIR": str(MULTI30K_RAW)}
     proc = subprocess.run(["bash", str(REPO / "recipes" / "benchmark-do-no-harm.sh"), "--rounds", "1"], env=env,
-                          cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+                          cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:]
     import torch
 
