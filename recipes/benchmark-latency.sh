@@ -11,6 +11,7 @@
 # --help), e.g. --max-len-b 200 --lenpen 0.6.
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
+need_fairseq
 SETTING=${SETTING:-}
 load_setting
 DATA=${DATA:?set DATA or SETTING}

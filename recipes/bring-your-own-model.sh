@@ -24,6 +24,7 @@
 set -euo pipefail
 main() {
   . "$(dirname "$0")/lib/common.sh"
+  need_fairseq
   # shellcheck source=lib/with_model.sh
   . "$REPO/recipes/lib/with_model.sh"
   # shellcheck source=lib/drafter_stages.sh

@@ -12,6 +12,7 @@
 set -euo pipefail
 main() {
   . "$(dirname "$0")/lib/common.sh"
+  need_fairseq
 
   # inputs / outputs
   TEACHER=${TEACHER:-$RUNS/multi30k/verifier/checkpoint_avg5.pt}   # multi30k-cpu.sh's; several: space separated (ensemble)

@@ -7,6 +7,7 @@
 # GEN_BATCH_SIZE / GEN_MAX_TOKENS size the batches (not the setting's training BATCH_SIZE / MAX_TOKENS).
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
+need_fairseq
 SETTING=${SETTING:-}
 load_setting
 DATA=${DATA:?set DATA or SETTING}

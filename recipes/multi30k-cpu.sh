@@ -18,6 +18,7 @@
 set -euo pipefail
 main() {
   . "$(dirname "$0")/lib/common.sh"
+  need_fairseq
   # shellcheck source=lib/drafter_stages.sh
   . "$REPO/recipes/lib/drafter_stages.sh"
   OUT=${OUT:-$RUNS/multi30k}

@@ -4,6 +4,8 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from conftest import REPO
 
 RECIPES = REPO / "recipes"
@@ -53,3 +55,15 @@ def test_a_failed_download_stops_the_recipe_where_it_failed(tmp_path):
                           cwd="/", timeout=120)
     assert proc.returncode != 0 and "went on" not in proc.stdout
     assert "download failed: http://127.0.0.1:9/corpus.txt" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("script", ["multi30k-cpu.sh", "bring-your-own-model.sh", "distill.sh", "generate.sh",
+                                    "benchmark-latency.sh"])
+def test_a_recipe_outside_the_environment_is_one_line(tmp_path, script):
+    python = tmp_path / "python-without-fairseq"
+    python.write_text("#!/usr/bin/env bash\nexit 1\n")
+    python.chmod(0o755)
+    proc = subprocess.run(["bash", str(RECIPES / script)], env={**os.environ, "PYTHON": str(python), "DATA": "x"},
+                          text=True, capture_output=True, cwd=tmp_path, timeout=60)
+    assert proc.returncode != 0 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "cannot import torch and fairseq: activate the environment of the README install" in proc.stderr
