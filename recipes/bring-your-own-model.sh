@@ -44,6 +44,7 @@ main() {
   SPECDEC_PP=${SPECDEC_PP:-1}             # 1: a drafter for SpecDec++ from the verifier's beam search (stage 5)
   PP_BEAM=${PP_BEAM:-5}; PP_MAX_UPDATE=${PP_MAX_UPDATE:-3000}
   BENCH=${BENCH:-1}                       # 0: stop after the drafters (no latency stage)
+  flag SPECDEC_PP BENCH
   if [ "$DRY_RUN" = 1 ]; then
     MORE_SOURCES=${DRY_MORE_SOURCES:-1}; HEAD_UPDATES=$((HEAD_UPDATES < 20 ? HEAD_UPDATES : 20)); PP_MAX_UPDATE=10
   fi

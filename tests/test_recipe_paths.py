@@ -67,3 +67,11 @@ def test_a_recipe_outside_the_environment_is_one_line(tmp_path, script):
                           text=True, capture_output=True, cwd=tmp_path, timeout=60)
     assert proc.returncode != 0 and proc.stderr.count("\n") == 1, proc.stderr
     assert "cannot import torch and fairseq: activate the environment of the README install" in proc.stderr
+
+
+def test_a_switch_that_is_not_0_or_1_is_one_line(tmp_path):
+    """DRY_RUN=true must not start the full run (downloads, hours of training) that DRY_RUN=0 starts."""
+    proc = subprocess.run(["bash", str(RECIPES / "multi30k-cpu.sh")], env={**os.environ, "DRY_RUN": "true"},
+                          text=True, capture_output=True, cwd=tmp_path, timeout=60)
+    assert proc.returncode != 0 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "DRY_RUN must be 0 or 1, not 'true'" in proc.stderr

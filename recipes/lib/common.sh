@@ -28,6 +28,12 @@ default_num_workers() { if [ "${CPU:-0}" = 1 ]; then echo 0; else echo 1; fi; }
 
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+# flag NAME...: each variable NAME holds 0 or 1, else a one-line error (DRY_RUN=true must not start a full run)
+flag() {
+  local name
+  for name in "$@"; do case ${!name} in 0 | 1) ;; *) die "$name must be 0 or 1, not '${!name}'" ;; esac; done
+}
+flag DRY_RUN
 # last_option NAME DEFAULT ARGS...: the value of the last "NAME VALUE" in ARGS, else DEFAULT
 # (options after a recipe's name override its settings: fairseq-train keeps the last)
 last_option() {
