@@ -6,10 +6,11 @@ import os
 import random
 import re
 import subprocess
+import sys
 
 import pytest
 
-from conftest import BIN_DIR
+from conftest import BIN_DIR, REPO
 from test_recipes_dry_run import RECIPES, recipe, write_parallel
 
 RO_DIACRITICS = "ȘșȚțŞşŢţĂăÂâÎî"
@@ -259,3 +260,13 @@ def test_iwslt14_deen_local_wit3(tmp_path):
     assert not any(re.search(r"<|speaker|talkid|http", line) for line in lines(out / "raw" / "train.en"))
     assert lines(out / "tok" / "test.en")[0] == "dev2010 talk 1 , it 's en ."  # Moses, no -a, lowercased
     assert_binarized(out / "bin", "de", "en", {"train": len(train), "valid": len(valid), "test": 10})
+
+
+def test_clean_refuses_sides_of_different_lengths(tmp_path):
+    """A truncated side (a download cut short) must not silently cut the corpus to the shorter file."""
+    (tmp_path / "a.en").write_text("a b\nc d\ne f\n")
+    (tmp_path / "a.de").write_text("x y\nz w\n")
+    proc = subprocess.run([sys.executable, str(REPO / "recipes" / "lib" / "text_tools.py"), "clean",
+                           str(tmp_path / "a.en"), str(tmp_path / "a.de"), str(tmp_path / "o.en"), str(tmp_path / "o.de")],
+                          text=True, capture_output=True, timeout=60)
+    assert proc.returncode != 0 and "have different line counts (one ends after 2 lines)" in proc.stderr

@@ -12,6 +12,7 @@
 """
 import argparse
 import contextlib
+import itertools
 import re
 import sys
 
@@ -69,7 +70,10 @@ def clean(args):
         # --also IN OUT: a file line-aligned with SRC_IN (e.g. the untokenized text): the kept lines, verbatim
         also = [(stack.enter_context(open(i, encoding="utf-8")), stack.enter_context(open(o, "w", encoding="utf-8")))
                 for i, o in args.also]
-        for s, t in zip(fs, ft):
+        for s, t in itertools.zip_longest(fs, ft):
+            if s is None or t is None:  # a truncated side (a partial download) would silently cut the corpus
+                sys.exit(f"clean: {args.src_in} and {args.tgt_in} have different line counts (one ends after "
+                         f"{total} lines)")
             total += 1
             extra = [fi.readline() for fi, _ in also]
             ns, nt = len(s.split()), len(t.split())
