@@ -46,7 +46,7 @@ main() {
   BENCH=${BENCH:-1}                       # 0: stop after the drafters (no latency stage)
   flag SPECDEC_PP BENCH
   if [ "$DRY_RUN" = 1 ]; then
-    MORE_SOURCES=${DRY_MORE_SOURCES:-1}; HEAD_UPDATES=$((HEAD_UPDATES < 20 ? HEAD_UPDATES : 20)); PP_MAX_UPDATE=10
+    MORE_SOURCES=${DRY_MORE_SOURCES:-1}; HEAD_UPDATES=$((HEAD_UPDATES < 20 ? HEAD_UPDATES : 20))
   fi
   SUBSET=${SUBSET:-test}; BENCH_WARMUP=${BENCH_WARMUP:-10}; MAX_SENTENCES=${MAX_SENTENCES:-0}
   check_all_inputs
