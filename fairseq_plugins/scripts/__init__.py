@@ -17,11 +17,11 @@ def output_file(path: str) -> str:
     return path
 
 
-def save_atomically(obj, path: str):
-    """``torch.save(obj, path)`` through ``path.part`` renamed at the end: a killed tool leaves no partial file
-    at ``path``, which the recipes take for a finished step."""
+def save_atomically(obj, path):
+    """``torch.save(obj, path)`` (path: str or Path) through ``path.part`` renamed at the end: a killed tool leaves
+    no partial file at ``path``, which the recipes take for a finished step."""
     import torch
 
-    part = path + ".part"
+    part = f"{path}.part"
     torch.save(obj, part)
     os.replace(part, path)
