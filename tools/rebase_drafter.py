@@ -15,6 +15,7 @@ import torch
 
 import fairseq_plugins  # noqa: F401  (the compat shims)
 from fairseq_plugins.models.drafter_init import weights_fingerprint
+from fairseq_plugins.scripts import save_atomically
 
 
 def encoder_weights(model_state):
@@ -44,7 +45,7 @@ def main(drafter_path: str, verifier_path: str, out: str):
     fingerprint = weights_fingerprint(new_encoder)
     set_model_option(drafter, "verifier_encoder_fingerprint", fingerprint)
     set_model_option(drafter, "init_from_verifier", verifier_path)
-    torch.save(drafter, out)
+    save_atomically(drafter, out)
     print(f"{out}: {drafter_path}'s decoder on {verifier_path}'s encoder (fingerprint {fingerprint})")
 
 

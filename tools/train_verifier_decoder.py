@@ -72,7 +72,9 @@ def save(model, verifier: str, out: str):
     state = torch.load(verifier, map_location="cpu", weights_only=False)
     state["model"] = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
     state["optimizer_history"] = state.get("optimizer_history", [])[-1:]
-    torch.save(state, out)
+    from fairseq_plugins.scripts import save_atomically
+
+    save_atomically(state, out)  # a recipe takes an existing snapshot for a finished one
     print(f"saved {out}", flush=True)
 
 

@@ -24,9 +24,8 @@ train_head() {
   if all_exist "$3"; then log "sequential head trained already: $3"; return; fi
   mkdir -p "$(dirname "$3")"
   local on_cpu=(); [ "$DEVICE" = cpu ] && on_cpu=(--cpu)
-  "$PYTHON" -m fairseq_plugins.scripts.train_sequential_head "$1" --drafter "$2" --save-to "$3.part" \
-    --updates "$HEAD_UPDATES" --threads "${THREADS:-1}" "${on_cpu[@]}"
-  mv "$3.part" "$3"
+  "$PYTHON" -m fairseq_plugins.scripts.train_sequential_head "$1" --drafter "$2" --save-to "$3" \
+    --updates "$HEAD_UPDATES" --threads "${THREADS:-1}" "${on_cpu[@]}"   # written whole (save_atomically)
 }
 
 # specdecpp_drafter BEAM INIT SAVE_DIR FINISHED: SpecDec++'s drafter. The verifier's beam-BEAM translations
