@@ -10,7 +10,7 @@
 #       weights), beside the sentencepiece model and dictionaries: OUT/pair is laid out as checkpoints/demo
 #   5/5 the latency tables: recipes/benchmark-demo.sh on OUT/pair, every row side by side on test2016 at batch 1
 #       and 32, one thread -> DOC (docs/benchmarks.md), sections base-cpu-b1 and base-cpu-b32
-#   bash recipes/multi30k-base.sh                # on one CPU core: the verifier ~9 h, the drafters ~6 h
+#   bash recipes/multi30k-base.sh                # on one CPU core ~16 h: the verifier 5-7 h (10-14 min an epoch)
 #   DEVICE=cuda bash recipes/multi30k-base.sh    # trains on a GPU (float16; the paper's 6-layer drafter), times on CPU
 #   DRY_RUN=1 OUT=/tmp/base bash recipes/multi30k-base.sh   # every stage on a tiny slice and tiny models
 # Extra arguments go to the latency harness (e.g. --device cuda, with SECTION_PREFIX=base-gpu).
@@ -36,6 +36,7 @@ main() {
   case $DEVICE in cpu | cuda) ;; *) die "DEVICE must be cpu or cuda, not $DEVICE" ;; esac
   need_fairseq
   OUT=$(abspath "$OUT"); DATA_DIR=$(abspath "$DATA_DIR")
+  keep_dry_runs_apart "$OUT"
   local pair=$OUT/pair byo=$OUT/byo
 
   log "1/5 data -> $DATA_DIR"
@@ -63,8 +64,7 @@ train_verifier() {
   log "3/5 its last $NUM_AVG epochs averaged, float16-number weights -> $2"
   SAVE_DIR=$1 NUM_AVG=$NUM_AVG OUTPUT=$avg bash "$REPO/recipes/average-checkpoints.sh"
   mkdir -p "$(dirname "$2")"
-  "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$avg" "$2.part" --fp16
-  mv "$2.part" "$2"
+  "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$avg" "$2" --fp16
 }
 
 # training_finished CHECKPOINT: whether fairseq-train ran past its last epoch or update (not stopped by time)
@@ -90,12 +90,11 @@ train_drafters() {
     bash "$REPO/recipes/bring-your-own-model.sh"
   local drafter=$byo/drafter-head/drafter.pt
   [ "${HEAD_UPDATES:-1}" = 0 ] && drafter=$byo/drafter/${DRAFTER_CHECKPOINT:-checkpoint_best.pt}
-  [ "$SPECDEC_PP" = 0 ] || "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint \
-    "$byo/drafter-beam/checkpoint_last.pt" "$pair/drafter-beam5.pt" --fp16
-  "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$drafter" "$pair/drafter.pt.part" --fp16
   cp "$DATA_DIR/spm/spm.model" "$pair/sentencepiece.model"
   cp "$DATA_DIR/bin/dict.en.txt" "$DATA_DIR/bin/dict.de.txt" "$pair/"
-  mv "$pair/drafter.pt.part" "$pair/drafter.pt"
+  [ "$SPECDEC_PP" = 0 ] || "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint \
+    "$byo/drafter-beam/checkpoint_last.pt" "$pair/drafter-beam5.pt" --fp16
+  "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$drafter" "$pair/drafter.pt" --fp16  # last: the pair is whole
 }
 
 main "$@"

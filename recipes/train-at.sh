@@ -10,8 +10,7 @@
 set -euo pipefail
 main() {
   . "$(dirname "$0")/lib/common.sh"
-  SETTING=${SETTING:-}
-  if [ -n "$SETTING" ]; then . "$REPO/recipes/settings/$SETTING.sh"; fi
+  load_setting
 
   # data / output
   DATA=${DATA:-$RUNS/multi30k/bin}             # fairseq-preprocess output (joined dictionary)

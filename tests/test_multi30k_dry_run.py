@@ -93,6 +93,9 @@ def test_multi30k_base_recipe_dry_run(tmp_path):
     rows = dict(re.findall(r"^\| (\S+) \| 1 \| .* \| (\d+) \|$", table, re.M))  # row -> outputs that differ from greedy
     assert rows.get("greedy") == "0" and rows.get("specdec") == "0", table  # the exported shared-encoder drafter runs
     assert any(row.startswith("specdec++:drafter_path=") for row in rows), table
+    real = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-base.sh")], text=True, timeout=60,
+                          env={**os.environ, "OUT": str(tmp_path), "DRY_RUN": "0"}, capture_output=True)
+    assert real.returncode != 0 and "holds a dry run's outputs (DRY_RUN=1)" in real.stderr, real.stderr
 
 
 @pytest.mark.slow

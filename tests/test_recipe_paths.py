@@ -37,8 +37,9 @@ def test_no_recipe_defaults_into_a_fixed_folder():
     assert offenders == []
 
 
-def test_an_unknown_setting_is_one_line_naming_the_settings():
-    proc = subprocess.run(["bash", str(RECIPES / "generate.sh")], env={**os.environ, "SETTING": "multi30k-verifer"},
+@pytest.mark.parametrize("recipe", ["generate.sh", "train-at.sh"])
+def test_an_unknown_setting_is_one_line_naming_the_settings(recipe):
+    proc = subprocess.run(["bash", str(RECIPES / recipe)], env={**os.environ, "SETTING": "multi30k-verifer"},
                           text=True, capture_output=True, cwd="/", timeout=60)
     assert proc.returncode != 0 and proc.stderr.count("\n") == 1, proc.stderr
     assert "SETTING=multi30k-verifer: no recipes/settings/multi30k-verifer.sh (settings: " in proc.stderr
