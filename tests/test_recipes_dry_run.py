@@ -102,7 +102,7 @@ def test_dry_run_multi30k_sentencepiece(tmp_path):
     for split, n in (("train", 120), ("val", 20), ("test_2016_flickr", 20), ("test_2017_flickr", 20)):
         write_parallel(raw / f"{split}.en", raw / f"{split}.de", n, rng)
     out = tmp_path / "out"
-    recipe("data/prepare-multi30k.sh", {"DRY_RUN": "1", "MULTI30K_DIR": str(raw.parent), "OUT_DIR": str(out),
+    recipe("data/prepare-multi30k.sh", {"DRY_RUN": "1", "MULTI30K_DIR": str(raw), "OUT_DIR": str(out),
                                         "DRY_VOCAB_SIZE": "60"})
     for name in ("dict.en.txt", "train.en-de.en.bin", "test1.en-de.de.bin"):
         assert (out / "bin" / name).exists(), name

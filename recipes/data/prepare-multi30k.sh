@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Multi30k (Task 1) en-de: joint sentencepiece + fairseq-preprocess (joined dictionary).
 #   bash recipes/data/prepare-multi30k.sh
-# Reads the raw (untokenized, cased) files from MULTI30K_DIR/raw/{train,val,test_2016_flickr,
-# test_2017_flickr}.{en,de}; downloads them from the official repository when missing.
+# Reads the raw (untokenized, cased) files MULTI30K_DIR/{train,val,test_2016_flickr,test_2017_flickr}.{en,de} (the
+# official names; MULTI30K_DIR as recipes/lib/demo_data.sh reads it); downloads them from the official repository
+# when missing.
 # Output (OUT_DIR):
 #   raw/{train,valid,test,test1}.{en,de}   plain text; test/test1 are the sacreBLEU references
 #   spm/spm.model, spm/{split}.{en,de}     joint sentencepiece model, encoded text
@@ -11,7 +12,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/common.sh"
 
-MULTI30K_DIR=${MULTI30K_DIR:-$REPO/../shared/data/multi30k}   # local copy (has raw/)
+MULTI30K_DIR=${MULTI30K_DIR:-$REPO/../shared/data/multi30k/raw}   # local copy of the official raw files
 MULTI30K_URL=${MULTI30K_URL:-https://github.com/multi30k/dataset/raw/master/data/task1/raw}
 OUT_DIR=${OUT_DIR:-$RUNS/multi30k}
 BIN_DIR=${BIN_DIR:-$OUT_DIR/bin}      # fairseq-preprocess output
@@ -33,7 +34,7 @@ for name in "${!SPLITS[@]}"; do
   for lang in "$SRC" "$TGT"; do
     dest=$RAW/${SPLITS[$name]}.$lang
     all_exist "$dest" && continue
-    src_file=$(local_or_fetch "$MULTI30K_DIR/raw/$name.$lang" "$MULTI30K_URL/$name.$lang.gz" "$OUT_DIR/download/$name.$lang" gz)
+    src_file=$(local_or_fetch "$MULTI30K_DIR/$name.$lang" "$MULTI30K_URL/$name.$lang.gz" "$OUT_DIR/download/$name.$lang" gz)
     dry_slice "$src_file" > "$dest"
   done
 done
