@@ -141,6 +141,19 @@ def test_wmt16_enro_dry_run_missing_local_file(wmt16_slice, tmp_path, missing):
     assert "ERROR: dry run" in err and str(wmt_dir / missing) in err, err
 
 
+@pytest.mark.parametrize("missing", ["newstest2013.de", "newstest2014.en"])
+def test_wmt14_ende_dry_run_missing_local_file(tmp_path, missing):
+    """A dry run never downloads: without the local newstest file it stops in one line before sacreBLEU's download."""
+    wmt_dir = tmp_path / "wmt"
+    for name in ("newstest2013", "newstest2014"):
+        write_pairs(wmt_dir, name, "en", "de", [("a house .", "ein Haus .")] * 300)
+    (wmt_dir / missing).unlink()
+    err = run_failing("data/prepare-wmt14-ende.sh", {"DRY_RUN": "1", "WMT_DIR": str(wmt_dir),
+                                                     "OUT_DIR": str(tmp_path / "out")})
+    assert len(err.strip().splitlines()) == 1, err
+    assert "ERROR: dry run" in err and str(wmt_dir / missing) in err, err
+
+
 # --- IWSLT14 de-en -------------------------------------------------------------------------------
 
 def fairseq_tokenized(sentence):

@@ -29,18 +29,18 @@ mkdir -p "$RAW"
 for lang in "$SRC" "$TGT"; do
   if ! all_exist "$RAW/valid.$lang"; then
     if [ -s "$WMT_DIR/newstest2013.$lang" ]; then dry_slice "$WMT_DIR/newstest2013.$lang" $((DRY_LINES + 1)) 50 > "$RAW/valid.$lang"
-    else sacrebleu_echo wmt13 "$SRC-$TGT" "$([ "$lang" = "$SRC" ] && echo src || echo ref)" > "$RAW/valid.$lang"; fi
+    else dry_need "$WMT_DIR/newstest2013.$lang"; sacrebleu_echo wmt13 "$SRC-$TGT" "$([ "$lang" = "$SRC" ] && echo src || echo ref)" > "$RAW/valid.$lang"; fi
   fi
   if ! all_exist "$RAW/test.$lang"; then
     if [ -s "$WMT_DIR/newstest2014.$lang" ]; then dry_slice "$WMT_DIR/newstest2014.$lang" 1 50 > "$RAW/test.$lang"
-    else sacrebleu_echo wmt14/full "$SRC-$TGT" "$([ "$lang" = "$SRC" ] && echo src || echo ref)" > "$RAW/test.$lang"; fi
+    else dry_need "$WMT_DIR/newstest2014.$lang"; sacrebleu_echo wmt14/full "$SRC-$TGT" "$([ "$lang" = "$SRC" ] && echo src || echo ref)" > "$RAW/test.$lang"; fi
   fi
 done
 if ! all_exist "$RAW/train.$SRC" "$RAW/train.$TGT"; then
   if [ -s "$TRAIN_DIR/train.$SRC" ] && [ -s "$TRAIN_DIR/train.$TGT" ]; then
     for lang in "$SRC" "$TGT"; do dry_slice "$TRAIN_DIR/train.$lang" > "$RAW/train.$lang"; done
   elif [ "$DRY_RUN" = 1 ]; then   # no training corpus here: a slice of newstest2013 stands in
-    for lang in "$SRC" "$TGT"; do dry_slice "$WMT_DIR/newstest2013.$lang" > "$RAW/train.$lang"; done
+    for lang in "$SRC" "$TGT"; do dry_need "$WMT_DIR/newstest2013.$lang"; dry_slice "$WMT_DIR/newstest2013.$lang" > "$RAW/train.$lang"; done
   else
     mkdir -p "$DL"
     for url in $TRAIN_URLS; do

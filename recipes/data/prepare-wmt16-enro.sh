@@ -28,11 +28,6 @@ if [ "$DRY_RUN" = 1 ]; then BPE_OPS=${DRY_BPE_OPS:-300}; fi
 RAW=$OUT_DIR/raw DL=$OUT_DIR/download
 mkdir -p "$RAW/orig"
 side() { [ "$1" = "$SRC" ] && echo src || echo ref; }
-# dry_need FILE: a dry run never downloads: stop with one clear line when the local FILE is missing
-dry_need() {
-  if [ "$DRY_RUN" = 1 ] && [ ! -s "$1" ]; then die "dry run: local file $1 is missing (dry runs do not download; set WMT_DIR)"; fi
-}
-
 # 1. raw text (into raw/orig first)
 for lang in "$SRC" "$TGT"; do
   if ! all_exist "$RAW/orig/valid.$lang"; then
@@ -65,7 +60,8 @@ fi
 for split in train valid test; do for lang in "$SRC" "$TGT"; do
   all_exist "$RAW/$split.$lang" && continue
   if [ "$lang" = ro ] && [ "$RO_NORMALIZE" = 1 ]; then
-    "$PYTHON" "$REPO/recipes/lib/text_tools.py" norm-ro --remove-diacritics < "$RAW/orig/$split.$lang" > "$RAW/$split.$lang"
+    "$PYTHON" "$REPO/recipes/lib/text_tools.py" norm-ro --remove-diacritics < "$RAW/orig/$split.$lang" > "$RAW/$split.$lang.part"
+    mv "$RAW/$split.$lang.part" "$RAW/$split.$lang"  # a stopped run leaves no half file taken as done
   else cp "$RAW/orig/$split.$lang" "$RAW/$split.$lang"; fi
 done; done
 log "raw: $(wc -l < "$RAW/train.$SRC") train / $(wc -l < "$RAW/valid.$SRC") valid / $(wc -l < "$RAW/test.$SRC") test"

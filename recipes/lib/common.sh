@@ -147,6 +147,10 @@ dry_slice() {
 
 # sacrebleu_echo TESTSET LANGPAIR src|ref: a standard test set through sacreBLEU's own downloader
 sacrebleu_echo() { sacrebleu -t "$1" -l "$2" --echo "$3"; }
+# dry_need FILE: in a dry run, die in one line when the local FILE is missing (dry runs do not download)
+dry_need() {
+  if [ "$DRY_RUN" = 1 ] && [ ! -s "$1" ]; then die "dry run: local file $1 is missing (dry runs do not download; set WMT_DIR)"; fi
+}
 
 # spm_learn_encode SPM_DIR VOCAB TYPE TRAIN_FILES(comma list) IN_DIR OUT_DIR SPLIT... -- LANG...
 # learns one joint sentencepiece model (unless present) and encodes IN_DIR/SPLIT.LANG -> OUT_DIR/SPLIT.LANG
