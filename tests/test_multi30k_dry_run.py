@@ -57,6 +57,7 @@ def test_multi30k_recipe_dry_run(tmp_path):
     rerun = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-cpu.sh")], text=True, env=rerun_env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
     assert rerun.returncode == 0 and "fairseq_cli.train" not in rerun.stdout  # every stage skipped
+    assert "double-token/results.md has every order" in rerun.stdout  # not decoded again
 
 
 def run_base_recipe(tmp_path, **settings):

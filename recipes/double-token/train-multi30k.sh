@@ -174,8 +174,14 @@ train_one() {
 
 # evaluate: every order side by side at batch BATCH_SIZE -> SAVE_ROOT/results.{md,png,json}
 evaluate() {
-  local order baseline args=()
-  for order in $ORDERS; do args+=(--system "$order=$SAVE_ROOT/$order/$CHECKPOINT"); done
+  local order baseline args=() checkpoints=()
+  for order in $ORDERS; do
+    args+=(--system "$order=$SAVE_ROOT/$order/$CHECKPOINT"); checkpoints+=("$SAVE_ROOT/$order/$CHECKPOINT")
+  done
+  if newer_than_all "$SAVE_ROOT/results.md" "${checkpoints[@]}" && has_rows "$SAVE_ROOT/results.md" $ORDERS; then
+    log "$SAVE_ROOT/results.md has every order and is newer than their $CHECKPOINT: kept (delete it to decode again)"
+    return
+  fi
   baseline=$(first_of single_l2r $ORDERS)
   args+=(--baseline "$baseline" --beams "1,$BEAM" --gen-subset "$GEN_SUBSET" --batch-size "$BATCH_SIZE"
          --max-sentences "$MAX_SENTENCES" --warmup "$BENCH_WARMUP" --threads "$THREADS"
@@ -186,6 +192,12 @@ evaluate() {
   log "evaluating $ORDERS on $GEN_SUBSET (batch $BATCH_SIZE, beams 1,$BEAM, vs $baseline) -> $SAVE_ROOT/results.md"
   # shellcheck disable=SC2086  # MAX_LEN is a list of options
   "$PYTHON" -m fairseq_plugins.bench.systems "$DATA" "${args[@]}" $MAX_LEN >&2
+}
+
+# has_rows TABLE NAME...: the markdown TABLE has a row starting with each NAME
+has_rows() {
+  local table=$1 name; shift
+  for name in "$@"; do grep -qF -- "| $name |" "$table" || return 1; done
 }
 
 # first_of WANTED ITEM...: WANTED if it is among the items, else the first item
