@@ -10,7 +10,7 @@ import torch
 
 from conftest import REPO
 
-MULTI30K = REPO / "tests" / "fixtures" / "multi30k"
+MULTI30K_RAW = REPO / "tests" / "fixtures" / "multi30k" / "raw"  # the official raw files
 
 
 @pytest.mark.slow
@@ -18,7 +18,8 @@ def test_multi30k_recipe_dry_run(tmp_path):
     # smaller than the dry run's defaults where other tests cover the stage's code (tests/test_double_token_cli.py:
     # both orders side by side; test_byo_recipe.py: drafters and heads): one double-token order, 2 epochs a
     # training (the fewest the verifier's average of 2 checkpoints takes), a 5-update head
-    env = {**os.environ, "DRY_RUN": "1", "OUT": str(tmp_path), "PYTHONPATH": str(REPO), "MULTI30K_DIR": str(MULTI30K / "raw"),
+    env = {**os.environ, "DRY_RUN": "1", "OUT": str(tmp_path), "PYTHONPATH": str(REPO),
+           "MULTI30K_DIR": str(MULTI30K_RAW),
            "DOUBLE_TOKEN_ORDERS": "bidirectional", "DRY_MAX_EPOCH": "2", "HEAD_UPDATES": "5"}
     proc = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-cpu.sh")], env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
@@ -63,7 +64,8 @@ def test_multi30k_recipe_dry_run(tmp_path):
 def run_base_recipe(tmp_path, **settings):
     """recipes/multi30k-base.sh in DRY_RUN mode on the fixture's sentences, at the smallest sizes that still run
     each stage, with ``settings`` on top (environment variables; None: unset); its process, the run asserted ok."""
-    env = {**os.environ, "DRY_RUN": "1", "OUT": str(tmp_path), "PYTHONPATH": str(REPO), "MULTI30K_DIR": str(MULTI30K / "raw"),
+    env = {**os.environ, "DRY_RUN": "1", "OUT": str(tmp_path), "PYTHONPATH": str(REPO),
+           "MULTI30K_DIR": str(MULTI30K_RAW),
            "DRY_MAX_EPOCH": "2", "DRY_MORE_SOURCES": "0", "BATCH_SIZES": "1", **settings}
     env = {name: value for name, value in env.items() if value is not None}
     proc = subprocess.run(["bash", str(REPO / "recipes" / "multi30k-base.sh"), "--no-ctranslate2"], env=env,
