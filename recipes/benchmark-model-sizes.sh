@@ -6,6 +6,8 @@
 #   bash recipes/benchmark-model-sizes.sh                 # sections sizes-cpu-base-b1 and sizes-cpu-big-b1
 #   ARCHS=transformer_wmt_en_de MAX_SENTENCES=20 bash recipes/benchmark-model-sizes.sh
 #   SECTION_PREFIX=sizes-xeon bash recipes/benchmark-model-sizes.sh   # sections sizes-xeon-base-b1, ... (another CPU)
+#   SECTION_PREFIX=drafters-xeon ARCHS=transformer_wmt_en_de DECODERS=beam1,greedy,oracle DRAFTER_SHAPES="1 2 6 6+6" \
+#     bash recipes/benchmark-model-sizes.sh --no-ctranslate2   # what a proposal of each drafter shape costs
 # Needs the data of recipes/benchmark-demo.sh (run it first; DATA= for another binarized folder with a joined
 # dictionary). Each model: one fairseq-train update at a learning rate of ~0 (a fairseq checkpoint of that
 # architecture with its initial weights), exported with float16-number weights as the demo pair is.
@@ -21,12 +23,47 @@ WARMUP=${WARMUP:-5}
 ROUNDS=${ROUNDS:-5}
 DECODERS=${DECODERS:-beam1,greedy,oracle,bound}
 CT2_COMPUTE_TYPES=${CT2_COMPUTE_TYPES:-auto}  # the CPU's of float32, int8, int16, bfloat16 (e.g. float32,int8)
+# drafters timed beside DECODERS, with --profile (its "drafter" column: what a proposal of k = 10 tokens costs), each
+# of the verifier's width, with random weights, drafting in every iteration: N = N decoder layers on the verifier's
+# encoder (shared, as the recipes train them), E+N = its own encoder of E layers and N decoder layers (the SpecDec
+# paper's drafter: 6+6). Their drafts are noise that the verifier's block stops at (their first EOS): `oracle` in
+# DECODERS gives what verifying a whole block costs
+DRAFTER_SHAPES=${DRAFTER_SHAPES:-}
 DOC=${DOC:-$REPO/docs/benchmarks.md}
 SECTION_PREFIX=${SECTION_PREFIX:-sizes-cpu}   # sections SECTION_PREFIX-base-b1, SECTION_PREFIX-big-b1
+for shape in $DRAFTER_SHAPES; do
+  [[ $shape =~ ^[1-9][0-9]*(\+[1-9][0-9]*)?$ ]] || \
+    die "DRAFTER_SHAPES: '$shape' is neither N (decoder layers on the verifier's encoder) nor E+N (own encoder)"
+done
+
 need_fairseq
 check_inputs "DATA/dict.en.txt=$DATA/dict.en.txt" "DATA/test.en-de.en.bin=$DATA/test.en-de.en.bin"
 
 short_name() { case "$1" in transformer_wmt_en_de) echo base ;; transformer_vaswani_wmt_en_de_big) echo big ;; *) echo "$1" ;; esac; }
+
+# random_drafter VERIFIER SHAPE EXPORT: a block drafter of SHAPE (see DRAFTER_SHAPES) with the verifier's width,
+# one update at a learning rate of ~0, exported with float16-number weights
+random_drafter() {
+  local verifier=$1 shape=$2 export=$3 dir=$3.train layers=() k=10
+  eval "$("$PYTHON" "$REPO/recipes/lib/verifier_info.py" "$verifier" --src-dict "$DATA/dict.en.txt" \
+    --tgt-dict "$DATA/dict.de.txt")"
+  case $shape in
+    *+*) layers=(--encoder-layers "${shape%+*}" --decoder-layers "${shape#*+}") ;;
+    *) layers=(--decoder-layers "$shape" --init-from-verifier "$verifier" --share-verifier-encoder) ;;
+  esac
+  log "a random-weight drafter of shape $shape for $verifier -> $export"
+  OMP_NUM_THREADS=$THREADS fairseq-train "$DATA" --user-dir "$REPO/fairseq_plugins" --task speculative_translation \
+    --source-lang en --target-lang de --arch block_drafter "${layers[@]}" --max-source-positions \
+    "$VERIFIER_MAX_SOURCE" --max-target-positions $((VERIFIER_MAX_TARGET + k)) \
+    --encoder-embed-dim "$VERIFIER_EMBED_DIM" --decoder-embed-dim "$VERIFIER_EMBED_DIM" \
+    --encoder-ffn-embed-dim "$VERIFIER_FFN_DIM" --decoder-ffn-embed-dim "$VERIFIER_FFN_DIM" \
+    --encoder-attention-heads "$VERIFIER_HEADS" --decoder-attention-heads "$VERIFIER_HEADS" --share-all-embeddings \
+    --criterion glancing_block_loss --block-size $k --optimizer adam --lr 1e-12 --max-tokens 256 --max-update 1 \
+    --disable-validation --cpu --num-workers 0 --save-dir "$dir" --no-epoch-checkpoints --log-format simple \
+    --seed 1 >&2
+  "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$dir/checkpoint_last.pt" "$export" --fp16 >&2
+  rm -rf "$dir"
+}
 
 DATA=$(abspath "$DATA"); OUT_DIR=$(abspath "$OUT_DIR"); DOC=$(abspath "$DOC")   # as given, before the cd
 cd "$REPO"
@@ -41,12 +78,18 @@ for arch in $ARCHS; do
       --save-dir "$OUT_DIR/$name" --no-epoch-checkpoints --log-format simple --seed 1 >&2
     "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$OUT_DIR/$name/checkpoint_last.pt" "$model" --fp16 >&2
   fi
+  decoders=$DECODERS profile=()
+  for shape in $DRAFTER_SHAPES; do
+    drafter=$OUT_DIR/$name/drafter-$shape.pt
+    all_exist "$drafter" || random_drafter "$OUT_DIR/$name/checkpoint_last.pt" "$shape" "$drafter"
+    decoders+=",specdec:drafter_path=$(relative "$drafter"),draft_length=fixed" profile=(--profile)
+  done
   section=$SECTION_PREFIX-$name-b1
   log "latency at $arch size ($MAX_SENTENCES sentences, batch 1, $THREADS thread(s)) -> $DOC, section $section"
   OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS "$PYTHON" -m fairseq_plugins.bench.latency "$(relative "$DATA")" \
     --path "$(relative "$model")" --source-lang en --target-lang de --gen-subset test --remove-bpe sentencepiece \
     --max-len-a 1.2 --max-len-b 10 --batch-sizes 1 --threads "$THREADS" --warmup "$WARMUP" --rounds "$ROUNDS" \
-    --max-sentences "$MAX_SENTENCES" --decoders "$DECODERS" --ct2-compute-types "$CT2_COMPUTE_TYPES" \
+    --max-sentences "$MAX_SENTENCES" --decoders "$decoders" "${profile[@]}" --ct2-compute-types "$CT2_COMPUTE_TYPES" \
     --ct2-dir "$OUT_DIR/$name/ct2" --out-md "$DOC" --md-section "$section" --out-json "$OUT_DIR/$section.json" \
     --no-progress-bar "$@" >&2
 done

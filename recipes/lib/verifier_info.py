@@ -4,7 +4,8 @@
 
 sets VERIFIER_EMBED_DIM, VERIFIER_FFN_DIM, VERIFIER_HEADS, VERIFIER_ENC_LAYERS, VERIFIER_DEC_LAYERS,
 VERIFIER_SHARE (all | decoder | none), VERIFIER_SRC / VERIFIER_TGT (the languages of its task, empty
-when it infers them from the data), VERIFIER_MPARAMS (millions of parameters) and VERIFIER_ARCH.
+when it infers them from the data), VERIFIER_MPARAMS (millions of parameters), VERIFIER_ARCH and
+VERIFIER_MAX_SOURCE / VERIFIER_MAX_TARGET (its positions; fairseq's default 1024 where none are saved).
 Sizes come from the weights, so they hold whatever the saved configuration omits.  Stops with one
 line when the file is no fairseq checkpoint or a dictionary does not fit its embeddings (a
 dictionary other than the one it was trained with).
@@ -16,6 +17,9 @@ import sys
 
 from fairseq_plugins_compat.checkpoint_loading import load_checkpoint_file
 from fairseq_plugins_compat.errors import PluginError
+
+
+DEFAULT_POSITIONS = 1024  # fairseq's transformer default (DEFAULT_MAX_SOURCE_POSITIONS / _TARGET_)
 
 
 def saved_options(state, section):
@@ -68,6 +72,8 @@ def facts(path):
         "SRC_ROWS": src_rows,
         "TGT_ROWS": tgt_rows,
         "MPARAMS": round(parameter_count(weights) / 1e6, 2),
+        "MAX_SOURCE": model.get("max_source_positions") or DEFAULT_POSITIONS,
+        "MAX_TARGET": model.get("max_target_positions") or DEFAULT_POSITIONS,
     }
 
 
