@@ -83,7 +83,7 @@ setup(
     version="0.1.0",
     description="SpecDec/GAD, aggressive, Jacobi and double-token decoding for fairseq",
     packages=find_packages(include=["fairseq_plugins", "fairseq_plugins.*", "fairseq_plugins_compat"]),
-    python_requires=">=3.8",
+    python_requires=">=3.10",
     install_requires=[
         "torch>=2.1",
         "fairseq==0.12.2",
