@@ -1,5 +1,6 @@
 """The shipped demo pair (checkpoints/demo): each shipped drafter loads against the shipped verifier and, with
-vanilla SpecDec, leaves the verifier's greedy output unchanged on the demo sentences."""
+vanilla SpecDec, leaves the verifier's greedy output unchanged on the demo sentences; and no shipped checkpoint
+(checkpoints/*/*.pt) names a path of the machine that trained it."""
 from pathlib import Path
 
 import pytest
@@ -33,3 +34,26 @@ def test_specdecpp_with_the_beam5_drafter_translates_every_sentence():
     translations = specdecpp.translate(SENTENCES)
     assert len(translations) == len(SENTENCES) and all(translations)
     assert specdecpp.generator.stats.summary()["mean_accepted_per_iteration"] > 2.0
+
+
+def saved_strings(value):
+    """Every string in a saved config (dicts, Namespaces, lists; nested)."""
+    members = vars(value) if hasattr(value, "__dict__") and not isinstance(value, dict) else value
+    if isinstance(members, str):
+        yield members
+    elif isinstance(members, dict):
+        for item in members.values():
+            yield from saved_strings(item)
+    elif isinstance(members, (list, tuple)):
+        for item in members:
+            yield from saved_strings(item)
+
+
+@pytest.mark.parametrize("checkpoint", sorted((Path(__file__).resolve().parents[1] / "checkpoints").glob("*/*.pt")),
+                         ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_a_shipped_checkpoint_names_no_path_of_the_machine_that_trained_it(checkpoint):
+    from fairseq_plugins.scripts.export_checkpoint import is_machine_path
+    from fairseq_plugins_compat.checkpoint_loading import load_checkpoint_file
+
+    state = load_checkpoint_file(str(checkpoint))
+    assert [s for s in saved_strings([state.get("cfg"), state.get("args")]) if is_machine_path(s)] == []
