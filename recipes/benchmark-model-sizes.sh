@@ -41,28 +41,33 @@ check_inputs "DATA/dict.en.txt=$DATA/dict.en.txt" "DATA/test.en-de.en.bin=$DATA/
 
 short_name() { case "$1" in transformer_wmt_en_de) echo base ;; transformer_vaswani_wmt_en_de_big) echo big ;; *) echo "$1" ;; esac; }
 
-# random_drafter VERIFIER SHAPE EXPORT: a block drafter of SHAPE (see DRAFTER_SHAPES) with the verifier's width,
-# one update at a learning rate of ~0, exported with float16-number weights
+# initial_weights SAVE_DIR EXPORT FAIRSEQ_TRAIN_ARGS...: one fairseq-train update on DATA at a learning rate of ~0 (a
+# checkpoint with its initial weights) into SAVE_DIR, exported with float16-number weights to EXPORT
+initial_weights() {
+  local save_dir=$1 export=$2
+  shift 2
+  OMP_NUM_THREADS=$THREADS fairseq-train "$DATA" --user-dir "$REPO/fairseq_plugins" --source-lang en --target-lang de \
+    --optimizer adam --lr 1e-12 --max-tokens 256 --max-update 1 --disable-validation --cpu --num-workers 0 \
+    --save-dir "$save_dir" --no-epoch-checkpoints --log-format simple --seed 1 "$@" >&2
+  "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$save_dir/checkpoint_last.pt" "$export" --fp16 >&2
+}
+
+# random_drafter VERIFIER SHAPE EXPORT: a block drafter of SHAPE (see DRAFTER_SHAPES) with the verifier's width
+# (VERIFIER_* of recipes/lib/verifier_info.py, set by the caller), its initial weights
 random_drafter() {
-  local verifier=$1 shape=$2 export=$3 dir=$3.train layers=() k=10
-  eval "$("$PYTHON" "$REPO/recipes/lib/verifier_info.py" "$verifier" --src-dict "$DATA/dict.en.txt" \
-    --tgt-dict "$DATA/dict.de.txt")"
+  local verifier=$1 shape=$2 export=$3 layers=() k=10
   case $shape in
     *+*) layers=(--encoder-layers "${shape%+*}" --decoder-layers "${shape#*+}") ;;
     *) layers=(--decoder-layers "$shape" --init-from-verifier "$verifier" --share-verifier-encoder) ;;
   esac
   log "a random-weight drafter of shape $shape for $verifier -> $export"
-  OMP_NUM_THREADS=$THREADS fairseq-train "$DATA" --user-dir "$REPO/fairseq_plugins" --task speculative_translation \
-    --source-lang en --target-lang de --arch block_drafter "${layers[@]}" --max-source-positions \
-    "$VERIFIER_MAX_SOURCE" --max-target-positions $((VERIFIER_MAX_TARGET + k)) \
+  initial_weights "$export.train" "$export" --task speculative_translation --arch block_drafter "${layers[@]}" \
+    --max-source-positions "$VERIFIER_MAX_SOURCE" --max-target-positions $((VERIFIER_MAX_TARGET + k)) \
     --encoder-embed-dim "$VERIFIER_EMBED_DIM" --decoder-embed-dim "$VERIFIER_EMBED_DIM" \
     --encoder-ffn-embed-dim "$VERIFIER_FFN_DIM" --decoder-ffn-embed-dim "$VERIFIER_FFN_DIM" \
     --encoder-attention-heads "$VERIFIER_HEADS" --decoder-attention-heads "$VERIFIER_HEADS" --share-all-embeddings \
-    --criterion glancing_block_loss --block-size $k --optimizer adam --lr 1e-12 --max-tokens 256 --max-update 1 \
-    --disable-validation --cpu --num-workers 0 --save-dir "$dir" --no-epoch-checkpoints --log-format simple \
-    --seed 1 >&2
-  "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$dir/checkpoint_last.pt" "$export" --fp16 >&2
-  rm -rf "$dir"
+    --criterion glancing_block_loss --block-size $k
+  rm -rf "$export.train"
 }
 
 DATA=$(abspath "$DATA"); OUT_DIR=$(abspath "$OUT_DIR"); DOC=$(abspath "$DOC")   # as given, before the cd
@@ -72,16 +77,17 @@ for arch in $ARCHS; do
   model=$OUT_DIR/$name/model-fp16.pt
   if ! all_exist "$model"; then
     log "$arch: a checkpoint with its initial weights -> $model"
-    OMP_NUM_THREADS=$THREADS fairseq-train "$DATA" --user-dir "$REPO/fairseq_plugins" --task translation \
-      --source-lang en --target-lang de --arch "$arch" --share-all-embeddings --optimizer adam --lr 1e-12 \
-      --criterion cross_entropy --max-tokens 256 --max-update 1 --disable-validation --cpu --num-workers 0 \
-      --save-dir "$OUT_DIR/$name" --no-epoch-checkpoints --log-format simple --seed 1 >&2
-    "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$OUT_DIR/$name/checkpoint_last.pt" "$model" --fp16 >&2
+    initial_weights "$OUT_DIR/$name" "$model" --task translation --arch "$arch" --share-all-embeddings \
+      --criterion cross_entropy
   fi
-  decoders=$DECODERS profile=()
+  decoders=$DECODERS profile=() verifier=$OUT_DIR/$name/checkpoint_last.pt   # the drafters start from its weights
+  if [ -n "$DRAFTER_SHAPES" ]; then
+    eval "$("$PYTHON" "$REPO/recipes/lib/verifier_info.py" "$verifier" \
+      --src-dict "$DATA/dict.en.txt" --tgt-dict "$DATA/dict.de.txt")"
+  fi
   for shape in $DRAFTER_SHAPES; do
     drafter=$OUT_DIR/$name/drafter-$shape.pt
-    all_exist "$drafter" || random_drafter "$OUT_DIR/$name/checkpoint_last.pt" "$shape" "$drafter"
+    all_exist "$drafter" || random_drafter "$verifier" "$shape" "$drafter"
     decoders+=",specdec:drafter_path=$(relative "$drafter"),draft_length=fixed" profile=(--profile)
   done
   section=$SECTION_PREFIX-$name-b1
