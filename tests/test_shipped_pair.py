@@ -7,6 +7,7 @@ import pytest
 
 from fairseq_plugins import quickstart
 from fairseq_plugins.api import Translator
+from test_script_outputs import strings
 
 DEMO, VERIFIER, _DRAFTER, SENTENCES, OPTIONS = quickstart.demo_pair(
     Path(__file__).resolve().parents[1] / "checkpoints" / "demo")
@@ -36,19 +37,6 @@ def test_specdecpp_with_the_beam5_drafter_translates_every_sentence():
     assert specdecpp.generator.stats.summary()["mean_accepted_per_iteration"] > 2.0
 
 
-def saved_strings(value):
-    """Every string in a saved config (dicts, Namespaces, lists; nested)."""
-    members = vars(value) if hasattr(value, "__dict__") and not isinstance(value, dict) else value
-    if isinstance(members, str):
-        yield members
-    elif isinstance(members, dict):
-        for item in members.values():
-            yield from saved_strings(item)
-    elif isinstance(members, (list, tuple)):
-        for item in members:
-            yield from saved_strings(item)
-
-
 @pytest.mark.parametrize("checkpoint", sorted((Path(__file__).resolve().parents[1] / "checkpoints").glob("*/*.pt")),
                          ids=lambda path: f"{path.parent.name}/{path.name}")
 def test_a_shipped_checkpoint_names_no_path_of_the_machine_that_trained_it(checkpoint):
@@ -56,4 +44,5 @@ def test_a_shipped_checkpoint_names_no_path_of_the_machine_that_trained_it(check
     from fairseq_plugins_compat.checkpoint_loading import load_checkpoint_file
 
     state = load_checkpoint_file(str(checkpoint))
-    assert [s for s in saved_strings([state.get("cfg"), state.get("args")]) if is_machine_path(s)] == []
+    assert [(name, value) for name, value in strings([state.get("cfg"), state.get("args")]) if is_machine_path(value)] \
+        == []
