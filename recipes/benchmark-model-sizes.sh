@@ -6,7 +6,7 @@
 #   bash recipes/benchmark-model-sizes.sh                 # sections sizes-cpu-base-b1 and sizes-cpu-big-b1
 #   ARCHS=transformer_wmt_en_de MAX_SENTENCES=20 bash recipes/benchmark-model-sizes.sh
 #   SECTION_PREFIX=sizes-xeon bash recipes/benchmark-model-sizes.sh   # sections sizes-xeon-base-b1, ... (another CPU)
-#   SECTION_PREFIX=drafters-xeon ARCHS=transformer_wmt_en_de DECODERS=beam1,greedy,oracle DRAFTER_SHAPES="1 2 6 6+6" \
+#   SECTION_PREFIX=drafters-xeon ARCHS=transformer_wmt_en_de DECODERS=beam1,greedy,oracle DRAFTER_SHAPES="1 2 6 6+1 6+6" \
 #     bash recipes/benchmark-model-sizes.sh --no-ctranslate2   # what a proposal of each drafter shape costs
 # Needs the data of recipes/benchmark-demo.sh (run it first; DATA= for another binarized folder with a joined
 # dictionary). Each model: one fairseq-train update at a learning rate of ~0 (a fairseq checkpoint of that
