@@ -132,16 +132,24 @@ def head_drafter(reverse_data, drafter, tmp_path_factory):
 @pytest.mark.slow
 def test_the_head_learns_and_specdec_with_it_is_greedy(reverse_data, tiny_checkpoint, head_drafter, stock_greedy,
                                                       tmp_path):
-    """train_sequential_head lowers its loss below the block's own, writes a drafter that loads with its head
-    (also exported --fp16), and fairseq-generate --decoding specdec with it is --beam 1's output."""
+    """train_sequential_head lowers its loss below the block's own, writes an inference checkpoint (no optimizer
+    state, no machine paths) that loads with its head (also exported --fp16), and fairseq-generate --decoding
+    specdec with it is --beam 1's output."""
     from fairseq import checkpoint_utils
 
-    from fairseq_plugins.scripts.export_checkpoint import export
+    from fairseq_plugins.scripts.export_checkpoint import export, is_machine_path
+    from fairseq_plugins_compat.checkpoint_loading import load_checkpoint_file
+    from test_script_outputs import strings
 
     path, log = head_drafter
     losses = [(float(a), float(b)) for a, b in re.findall(r"loss ([\d.]+) with the head, ([\d.]+) the block's", log)]
     assert len(losses) == 4, log[-2000:]
     assert losses[-1][0] < losses[0][0] and losses[-1][0] < losses[-1][1], losses
+    state = load_checkpoint_file(str(path))
+    assert "last_optimizer_state" not in state, "the block's training state was copied into the head's drafter"
+    assert not [value for _, value in strings([state.get("cfg"), state.get("args")]) if is_machine_path(value)]
+    models, _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(path)], {"data": str(reverse_data)})
+    assert models[0].decoder.sequential_head is not None
     exported = tmp_path / "with_head-fp16.pt"
     export(path, exported, fp16=True)
     models, _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(exported)], {"data": str(reverse_data)})
@@ -166,7 +174,7 @@ def test_export_can_drop_the_head_leaving_the_block(reverse_data, tiny_checkpoin
     path, _log = head_drafter
     block = tmp_path / "block.pt"
     main([str(path), str(block), "--drop-sequential-head"])
-    [with_head], _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(path)])
+    [with_head], _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(path)], {"data": str(reverse_data)})
     [alone], _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(block)], {"data": str(reverse_data)})
     assert getattr(alone.decoder, "sequential_head", None) is None
     expected = {k: v for k, v in with_head.named_parameters() if ".sequential_head." not in k}

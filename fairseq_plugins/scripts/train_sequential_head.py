@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from fairseq_plugins.scripts import output_file, save_atomically
+from fairseq_plugins.scripts.export_checkpoint import inference_checkpoint
 from fairseq_plugins_compat.checkpoint_loading import load_checkpoint_file
 from fairseq_plugins_compat.errors import PluginError, exit_on_plugin_error
 
@@ -117,16 +118,16 @@ def train(model, dataset, updates: int, batch_size: int, lr: float, seed: int, d
 
 
 def save(model, drafter_path: str, path: str):
-    """The drafter checkpoint ``drafter_path`` with the model's weights (the head's included) and
-    ``--sequential-head`` set."""
+    """The drafter checkpoint ``drafter_path`` as an inference checkpoint (``export_checkpoint``'s: no optimizer or
+    training state, no machine paths) with the model's weights (the head's included) and ``--sequential-head`` set."""
     state = load_checkpoint_file(drafter_path)
     for holder in (state.get("args"), (state.get("cfg") or {}).get("model")):
         if isinstance(holder, Namespace):
             holder.sequential_head = True
         elif holder is not None:
             holder["sequential_head"] = True
-    state["model"] = {name: t.detach().cpu() for name, t in model.state_dict().items()}
-    save_atomically(state, path)
+    weights = {name: t.detach().cpu() for name, t in model.state_dict().items()}
+    save_atomically(inference_checkpoint(state, weights), path)
 
 
 def main(argv=None):
