@@ -46,6 +46,14 @@ def strings(config, where=""):
             yield from strings(value, f"{where}{key}.")
 
 
+def machine_paths(checkpoint) -> list:
+    """(dotted name, value) of each setting in a checkpoint file's configs that names a path of the machine that
+    wrote it (``export_checkpoint.is_machine_path``)."""
+    state = load_checkpoint_file(str(checkpoint))
+    return [(name, value) for name, value in strings([state.get("cfg"), state.get("args")])
+            if export_checkpoint.is_machine_path(value)]
+
+
 def test_export_leaves_out_the_machine_paths(tiny_checkpoint, tmp_path):
     """The exported config names no file of the machine that trained the model (data, save and log folders, a
     sentencepiece model); a user dir keeps its folder's name; every other setting and the weights are unchanged."""
