@@ -3,8 +3,8 @@
 # Multi30k test2016 prepared with the pair's own sentencepiece model and dictionaries, then every row side by side
 # at batch 1, one thread: fairseq greedy (beam1) and beam 5, the plugin's greedy (the lean verifier, nothing
 # drafted), specdec, specdec++ with drafter-beam5.pt (where the pair has one), iad, jacobi, gs-jacobi, oracle,
-# bound, drafter-only, greedy, specdec and iad with int8 products (--verifier-matmul int8), CTranslate2 greedy and
-# beam 5 in each of float32, int8, int16 and bfloat16 that this CPU's CTranslate2 runs (CT2_COMPUTE_TYPES).
+# bound, drafter-only, greedy, specdec and iad with int8 products (--verifier-matmul int8), greedy and specdec with
+# bfloat16 products (--verifier-matmul bf16, where the CPU has the kernels), CTranslate2 greedy and beam 5 in each of float32, int8, int16 and bfloat16 that this CPU's CTranslate2 runs (CT2_COMPUTE_TYPES).
 # Each table replaces its section of DOC (<!-- bench:demo-cpu-b1 --> ...), nothing else.
 #   bash recipes/benchmark-demo.sh                         # test2016, batch 1: section demo-cpu-b1
 #   BATCH_SIZES="1 32" TEST_SPLITS="test test1" bash recipes/benchmark-demo.sh
@@ -48,8 +48,11 @@ specdec_pp=specdec++:drafter_path=$demo/drafter-beam5.pt,
 if [ -z "$DECODERS" ] && [ ! -s "$DEMO/drafter-beam5.pt" ]; then
   log "no $demo/drafter-beam5.pt: no specdec++ row"; specdec_pp=""
 fi
+bf16=,greedy:verifier_matmul=bf16,specdec:verifier_matmul=bf16
+if [ -z "$DECODERS" ] && ! "$PYTHON" -c "from fairseq_plugins.decoding.linears import bfloat16_available as a; exit(not a())"
+then log "no oneDNN bfloat16 kernels on this CPU: no --verifier-matmul bf16 rows"; bf16=""; fi
 DECODERS=${DECODERS:-beam1,greedy,beam5,specdec,${specdec_pp}iad,jacobi,gs-jacobi,\
-oracle,bound,drafter-only,greedy:verifier_matmul=int8,specdec:verifier_matmul=int8,iad:verifier_matmul=int8}
+oracle,bound,drafter-only,greedy:verifier_matmul=int8,specdec:verifier_matmul=int8,iad:verifier_matmul=int8$bf16}
 for split in $TEST_SPLITS; do
   name=$([ "$split" = test ] && echo "" || echo "-test2017")
   for bs in ${BATCH_SIZES//,/ }; do   # "1 32" or 1,32

@@ -8,11 +8,13 @@ import subprocess
 import pytest
 
 from conftest import REPO, ctranslate2_rows
+from fairseq_plugins.decoding.linears import bfloat16_available
 
 MULTI30K_RAW = REPO / "tests" / "fixtures" / "multi30k" / "raw"  # a few Multi30k lines of each split
 INT8 = ["greedy:verifier_matmul=int8", "specdec:verifier_matmul=int8", "iad:verifier_matmul=int8"]
+BF16 = ["greedy:verifier_matmul=bf16", "specdec:verifier_matmul=bf16"] if bfloat16_available() else []
 ROWS = ["beam1", "greedy", "beam5", "specdec", "specdec++:drafter_path=checkpoints/demo/drafter-beam5.pt", "iad",
-        "jacobi", "gs-jacobi", "oracle", "bound", "drafter-only", *INT8]  # then the CTranslate2 rows
+        "jacobi", "gs-jacobi", "oracle", "bound", "drafter-only", *INT8, *BF16]  # then the CTranslate2 rows
 LOSSLESS = ["greedy", "specdec", "iad", "jacobi", "gs-jacobi", "oracle", "bound", "beam1 float32 (ctranslate2)"]
 
 
@@ -48,6 +50,7 @@ def test_demo_benchmark_quick_mode_writes_a_section_per_batch_size(tmp_path):
             assert rows[name][-2:] == ["0", "0"], (bs, name)
         assert rows["beam1"][2] == "float32" and rows["beam1 int8 (ctranslate2)"][2] == "int8"
         assert all("int8" in rows[name][2] for name in INT8), (bs, [rows[name][2] for name in INT8])
+        assert all(rows[name][2].startswith("bfloat16") for name in BF16), (bs, [rows[name][2] for name in BF16])
         assert (tmp_path / "out" / f"demo-cpu-b{bs}.json").exists()
 
 

@@ -108,11 +108,11 @@ def test_int8_option_builds_the_row_products_or_says_why_not():
         verifier_linear("int8", verifier.double(), "specdec")
 
 
-def int8_greedy(verifier, batch):
-    """The registered ``greedy`` decoder with ``--verifier-matmul int8``: (token lists, its products)."""
+def registered_greedy(verifier, batch, verifier_matmul="int8"):
+    """The registered ``greedy`` decoder with ``--verifier-matmul verifier_matmul``: (token lists, its products)."""
     entry = DECODERS["greedy"]
     task, args = SimpleNamespace(target_dictionary=DICT), SimpleNamespace(beam=1, **MAX_LEN)
-    generator = entry.build(task, [verifier], args, entry.options(verifier_matmul="int8"))
+    generator = entry.build(task, [verifier], args, entry.options(verifier_matmul=verifier_matmul))
     return [h[0]["tokens"].tolist() for h in generator.generate([verifier], batch)], generator.verifier_linear
 
 
@@ -134,12 +134,18 @@ def test_drafting_decoders_give_int8_greedys_output(monkeypatch, seed, src_lengt
         monkeypatch.setattr(linears, "ROW_INT8_MIN_ELEMENTS", min_elements)
     verifier = build_verifier(DICT, seed=seed)
     batch = make_batch(DICT, src_lengths, seed=seed)
-    reference, greedy_products = int8_greedy(verifier, batch)
+    reference, greedy_products = registered_greedy(verifier, batch)
     assert bool(greedy_products.packed) == (min_elements == 0)  # int8 products ran
+    assert_drafters_give(reference, verifier, batch, seed, "int8")
+
+
+def assert_drafters_give(reference, verifier, batch, seed, verifier_matmul):
+    """Every drafter of :data:`DRAFTERS` with ``--verifier-matmul verifier_matmul`` outputs ``reference`` (token
+    lists) on ``batch``, having verified drafts in blocks."""
     for name, (drafter, block_size) in DRAFTERS.items():
         generator = SpeculativeGenerator(verifier, DICT, drafter(seed), SpeculativeConfig(block_size=block_size,
                                                                                           **MAX_LEN),
-                                         verifier_linear=verifier_linear("int8", verifier))
+                                         verifier_linear=verifier_linear(verifier_matmul, verifier))
         widths = record_block_widths(generator)
         ours = [h[0]["tokens"].tolist() for h in generator.generate([verifier], batch)]
         assert ours == reference, name

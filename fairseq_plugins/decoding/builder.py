@@ -41,10 +41,13 @@ def verifier_linear(choice: str, verifier, name: str = "decoding"):
     model: ``auto``: float16-stored weights where they are float16 numbers
     (``HalfWeightLinears``), oneDNN-packed float32 for the others; ``packed``: oneDNN-packed
     float32 for all; ``plain`` (and CUDA, other dtypes, a PyTorch without those kernels): ``F.linear``;
-    ``int8``: ``RowInt8Linears`` (a one-line error where it cannot run)."""
+    ``int8``: ``RowInt8Linears``; ``bf16``: ``Bfloat16Linears``, the output layer as in ``auto``
+    (``int8`` and ``bf16``: a one-line error where they cannot run)."""
     param = next(verifier.parameters())
     if choice == "int8":
         return row_int8_linears(param, name)
+    if choice == "bf16":
+        return bfloat16_linears(verifier, param, name)
     if choice == "plain" or param.device.type != "cpu" or param.dtype != torch.float32:
         return linears.float_linear
     if choice != "auto":
@@ -55,15 +58,31 @@ def verifier_linear(choice: str, verifier, name: str = "decoding"):
     return linears.float32_linears()
 
 
+def check_float32_cpu(param, name: str, choice: str):
+    """A one-line error unless the verifier is float32 on a CPU (what ``--verifier-matmul choice`` runs)."""
+    if param.device.type != "cpu" or param.dtype != torch.float32:
+        raise PluginError(f"--decoding {name} --verifier-matmul {choice} runs a float32 verifier on a CPU; "
+                          f"this one is {str(param.dtype).replace('torch.', '')} on {param.device.type}")
+
+
 def row_int8_linears(param, name: str):
     """``--verifier-matmul int8``'s products, or a one-line error naming what is missing."""
-    if param.device.type != "cpu" or param.dtype != torch.float32:
-        raise PluginError(f"--decoding {name} --verifier-matmul int8 runs a float32 verifier on a CPU; "
-                          f"this one is {str(param.dtype).replace('torch.', '')} on {param.device.type}")
+    check_float32_cpu(param, name, "int8")
     if not linears.row_int8_available():
         raise PluginError(f"--decoding {name} --verifier-matmul int8 needs PyTorch's fbgemm int8 kernels (x86 CPU), "
                           "which this PyTorch lacks: use --verifier-matmul auto")
     return linears.RowInt8Linears()
+
+
+def bfloat16_linears(verifier, param, name: str):
+    """``--verifier-matmul bf16``'s products (the output layer's as ``auto``'s: float32 logits), or a one-line
+    error naming what is missing."""
+    check_float32_cpu(param, name, "bf16")
+    if not linears.bfloat16_available():
+        raise PluginError(f"--decoding {name} --verifier-matmul bf16 needs oneDNN's bfloat16 kernels (an x86 CPU "
+                          "with AVX512-BF16 or AMX), which this CPU or PyTorch lacks: use --verifier-matmul auto")
+    output = getattr(verifier.decoder, "output_projection", None)
+    return linears.Bfloat16Linears([] if output is None else [output], linears.float32_linears())
 
 
 def log_stats_at_exit(stats, name):

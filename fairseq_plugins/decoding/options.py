@@ -26,7 +26,7 @@ DRAFT_LENGTH_HELP = (
 )
 
 VERIFIER_MATMUL_HELP = (
-    "how the verifier's matrix products run on a CPU (float32 arithmetic, except int8): auto (the default): "
+    "how the verifier's matrix products run on a CPU (float32 arithmetic, except int8 and bf16): auto (the default): "
     "weights that are float16 numbers (a checkpoint saved with --fp16 or exported by export_checkpoint --fp16) "
     "are stored as float16 and widened to float32 in the product (fbgemm, x86: half the bytes read per token, "
     "the same weights bit for bit), the others as in packed; packed: every weight of 2**17 elements or more "
@@ -40,7 +40,11 @@ VERIFIER_MATMUL_HELP = (
     "computed as if alone, but its input comes from float32 parts (attention, smaller weights) that round a "
     "block in other last bits than a step, and rounding that input to int8 can magnify such a difference: "
     "greedy and the lossless drafting decoders with int8 products agreed on all 1,000 test sentences of the "
-    "Multi30k demo pair and differed in 5 of 1,000 at Transformer-base size (docs/benchmarks.md)"
+    "Multi30k demo pair and differed in 5 of 1,000 at Transformer-base size (docs/benchmarks.md).  bf16 (x86 "
+    "CPU with AVX512-BF16 or AMX, float32 verifier): every product but the output layer's (which runs as in auto: "
+    "float32 logits) with bfloat16 weights and inputs, float32 sums, bfloat16 results (oneDNN); its rows are "
+    "computed apart, so a block's products are a step's, and with AMX a block of up to 16 tokens costs about one "
+    "token's: faster drafting decoders, a slower greedy"
 )
 
 
@@ -62,7 +66,7 @@ class DraftLengthOptions(BlockSizeOptions):
 
     draft_length: ChoiceEnum(["adaptive", "fixed", "measured"]) = field(
         default="measured", metadata={"help": DRAFT_LENGTH_HELP, "aliases": ("length",)})
-    verifier_matmul: ChoiceEnum(["auto", "packed", "plain", "int8"]) = field(
+    verifier_matmul: ChoiceEnum(["auto", "packed", "plain", "int8", "bf16"]) = field(
         default="auto", metadata={"help": VERIFIER_MATMUL_HELP})
 
 
