@@ -336,7 +336,6 @@ class RowInt8Linears(_SmallWeightsOnFloat):
         return linear
 
 
-
 def bfloat16_available() -> bool:
     """Whether this PyTorch and CPU have oneDNN's bfloat16 product of :class:`Bfloat16Linears`."""
     return packed_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
@@ -348,16 +347,18 @@ class Bfloat16Linears:
     bias (bfloat16), the result rounded to bfloat16 and widened back to float32.  oneDNN's bfloat16
     kernels split no sum across rows: a row's product is the same alone or in a block (tested), so
     a verified block gives, bit for bit, the products of greedy's one-token steps.  With AMX a block
-    of up to 16 rows costs about what one row does (a 2048x512 weight on the reference Xeon: ~70 us
-    for 1 or 11 rows, against ~55 and ~140 us for fbgemm's float16-stored product); one row costs
-    more (a fixed ~16-20 us a call).
+    of up to 16 rows costs about what one row does (a 2048x512 weight in the cache of the reference
+    Xeon: ~70 us for 1 or 11 rows, against ~55 and ~140 us for fbgemm's float16-stored product);
+    one row costs more (a fixed ~16-20 us a call; read from memory, a whole decoder's weights took
+    ~1.6x fbgemm's time at one row and about its time at 11).
 
     The modules in ``float_modules`` (the output layer: rounding logits to bfloat16 would tie
     candidates) run as ``fallback`` instead.  Each weight is packed again if it changes as a tensor;
     ``forget`` after training steps."""
 
     def __init__(self, float_modules: List[nn.Module] = (), fallback: Optional[Callable] = None):
-        self.float_ids = {id(module) for module in float_modules}
+        self.float_modules = list(float_modules)  # kept: their ids are not reused
+        self.float_ids = {id(module) for module in self.float_modules}
         self.fallback = float_linear if fallback is None else fallback
         self.packed = {}  # (id(module), rows) -> (module, weight stamp, (packed weight, bfloat16 bias))
 
