@@ -4,7 +4,8 @@
 # at batch 1, one thread: fairseq greedy (beam1) and beam 5, the plugin's greedy (the lean verifier, nothing
 # drafted), specdec, specdec++ with drafter-beam5.pt (where the pair has one), iad, jacobi, gs-jacobi, oracle,
 # bound, drafter-only, greedy, specdec and iad with int8 products (--verifier-matmul int8), greedy and specdec with
-# bfloat16 products (--verifier-matmul bf16, where the CPU has the kernels), CTranslate2 greedy and beam 5 in each of float32, int8, int16 and bfloat16 that this CPU's CTranslate2 runs (CT2_COMPUTE_TYPES).
+# bfloat16 products (--verifier-matmul bf16, where the CPU has the kernels), CTranslate2 greedy and beam 5 in each
+# of float32, int8, int16 and bfloat16 that this CPU's CTranslate2 runs (CT2_COMPUTE_TYPES).
 # Each table replaces its section of DOC (<!-- bench:demo-cpu-b1 --> ...), nothing else.
 #   bash recipes/benchmark-demo.sh                         # test2016, batch 1: section demo-cpu-b1
 #   BATCH_SIZES="1 32" TEST_SPLITS="test test1" bash recipes/benchmark-demo.sh
