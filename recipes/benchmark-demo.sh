@@ -50,8 +50,10 @@ if [ -z "$DECODERS" ] && [ ! -s "$DEMO/drafter-beam5.pt" ]; then
   log "no $demo/drafter-beam5.pt: no specdec++ row"; specdec_pp=""
 fi
 bf16=,greedy:verifier_matmul=bf16,specdec:verifier_matmul=bf16
-if [ -z "$DECODERS" ] && ! "$PYTHON" -c "from fairseq_plugins.decoding.linears import bfloat16_available as a; exit(not a())"
-then log "no oneDNN bfloat16 kernels on this CPU: no --verifier-matmul bf16 rows"; bf16=""; fi
+if [ -z "$DECODERS" ] &&
+  ! "$PYTHON" -c "from fairseq_plugins.decoding.linears import bfloat16_available as a; exit(not a())"; then
+  log "no oneDNN bfloat16 kernels on this CPU: no --verifier-matmul bf16 rows"; bf16=""
+fi
 DECODERS=${DECODERS:-beam1,greedy,beam5,specdec,${specdec_pp}iad,jacobi,gs-jacobi,\
 oracle,bound,drafter-only,greedy:verifier_matmul=int8,specdec:verifier_matmul=int8,iad:verifier_matmul=int8$bf16}
 for split in $TEST_SPLITS; do

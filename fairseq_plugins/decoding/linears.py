@@ -45,6 +45,16 @@ def weight_stamp(weight: Tensor) -> Tuple[Optional[int], int]:
     return (None if weight.is_inference() else weight._version), weight.data_ptr()
 
 
+def packed_once(packs: dict, module: nn.Linear, rows: int, weight: Tensor, pack: Callable[[], object]):
+    """``pack()`` for ``module``'s first ``rows`` outputs (``weight``), made on the first call and again only when
+    the weight changed as a tensor (:func:`weight_stamp`).  ``packs``: (id(module), rows) -> (module, stamp, pack);
+    it holds the module, so that its id is not reused."""
+    key, stamp = (id(module), rows), weight_stamp(weight)
+    if key not in packs or packs[key][1] != stamp:
+        packs[key] = (module, stamp, pack())
+    return packs[key][2]
+
+
 def packed_available() -> bool:
     """Whether this PyTorch has oneDNN's packed float32 linear of :class:`PackedLinears` (CPU)."""
     return torch.backends.mkldnn.is_available() and \
@@ -96,11 +106,9 @@ class PackedLinears(_SmallWeightsOnFloat):
         weight, bias = _first_rows(module, rows)
         if weight.device.type != "cpu" or weight.dtype != torch.float32 or self.is_small(weight):
             return float_linear(module, rows)
-        key, stamp = (id(module), rows), weight_stamp(weight)
-        if key not in self.packed or self.packed[key][1] != stamp:  # the module is kept: its id is not reused
-            packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), self.PACKED_FOR_ROWS)
-            self.packed[key] = (module, stamp, packed)
-        packed, row_size = self.packed[key][2], weight.size(1)
+        packed = packed_once(self.packed, module, rows, weight,
+                             lambda: torch.ops.mkldnn._reorder_linear_weight(weight.detach(), self.PACKED_FOR_ROWS))
+        row_size = weight.size(1)
 
         def linear(x: Tensor) -> Tensor:
             if x.numel() == row_size:
@@ -154,12 +162,11 @@ class HalfWeightLinears(_SmallWeightsOnFloat):
         weight, bias = _first_rows(module, rows)
         if weight.device.type != "cpu" or weight.dtype != torch.float32 or self.is_small(weight):
             return self.fallback(module, rows)
-        key, stamp = (id(module), rows), weight_stamp(weight)
-        if key not in self.halves or self.halves[key][1] != stamp:  # the module is kept: its id is not reused
-            self.halves[key] = (module, stamp, self._pack(weight.detach(), bias, self.round_weights))
-        if self.halves[key][2] is None:
+        half = packed_once(self.halves, module, rows, weight,
+                           lambda: self._pack(weight.detach(), bias, self.round_weights))
+        if half is None:
             return self.fallback(module, rows)
-        packed, full_bias = self.halves[key][2]
+        packed, full_bias = half
         return lambda x: torch.fbgemm_linear_fp16_weight(x, packed, full_bias)
 
     @staticmethod
@@ -323,10 +330,8 @@ class RowInt8Linears(_SmallWeightsOnFloat):
         """The int8 product of any weight (the float16 one's fallback too: it never falls back to a
         float product that depends on the other rows)."""
         weight, bias = _first_rows(module, rows)
-        key, stamp = (id(module), rows), weight_stamp(weight)
-        if key not in self.packed or self.packed[key][1] != stamp:  # the module is kept: its id is not reused
-            self.packed[key] = (module, stamp, Int8Linears._pack(weight, None))
-        packed, levels = self.packed[key][2], self.levels
+        packed = packed_once(self.packed, module, rows, weight, lambda: Int8Linears._pack(weight, None))
+        levels = self.levels
         bias = None if bias is None else bias.detach()
 
         def linear(x: Tensor) -> Tensor:
@@ -372,13 +377,11 @@ class Bfloat16Linears:
         if id(module) in self.float_ids:
             return self.fallback(module, rows)
         weight, bias = _first_rows(module, rows)
-        key, stamp = (id(module), rows), weight_stamp(weight)
-        if key not in self.packed or self.packed[key][1] != stamp:  # the module is kept: its id is not reused
-            packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach().bfloat16(), 1)
-            self.packed[key] = (module, stamp, (packed, None if bias is None else bias.detach().bfloat16()))
-        packed, bias = self.packed[key][2]
+        packed, bias16 = packed_once(self.packed, module, rows, weight, lambda: (
+            torch.ops.mkldnn._reorder_linear_weight(weight.detach().bfloat16(), 1),
+            None if bias is None else bias.detach().bfloat16()))
 
         def linear(x: Tensor) -> Tensor:
             x = x.to(torch.bfloat16).contiguous()
-            return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "").float()
+            return torch.ops.mkldnn._linear_pointwise(x, packed, bias16, "none", [], "").float()
         return linear
