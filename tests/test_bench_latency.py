@@ -250,7 +250,10 @@ def test_decoder_specs():
     assert [(s.decoding, s.beam) for s in specs] == [("beam", 5), ("specdec++", 1), ("gs-jacobi", 1)]
     assert specs[1].options == {"beta": 5, "tau": 3} and specs[2].options == {"block_size": 4}
     for bad, message in (("fastest", "unknown decoder 'fastest'"), ("beta=5,iad", "does not follow"),
-                         ("iad:speed=2", "bad option"), ("iad,iad", "listed twice")):
+                         ("iad:speed=2", "bad option"), ("iad,iad", "listed twice"),
+                         ("specdec:draft_length=often", "draft_length: Invalid value 'often'"),
+                         ("oracle:k=ten", "block_size: Value 'ten' could not be converted"),
+                         ("bound:verifier_matmul=fp8", "verifier_matmul: Invalid value 'fp8'")):
         with pytest.raises(PluginError, match=message):
             parse_decoders(bad, decoder_names())
 

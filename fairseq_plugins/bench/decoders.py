@@ -16,7 +16,7 @@ Option keys, their aliases, which decoders need a drafter and the default list a
 from the decoder registry (``fairseq_plugins.decoding.registry``).
 """
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Dict, List, Optional
 
 from fairseq_plugins_compat.errors import PluginError
@@ -111,12 +111,29 @@ def parse_spec(text: str, known: List[str]) -> DecoderSpec:
             raise PluginError(f"--decoders: bad option {item!r} in {text!r}; keys of {name}: "
                               f"{', '.join(sorted(keys) + ([] if spec.replays_greedy else [MODEL_KEY]))}")
         spec.options[keys[key]] = _value(value.strip())
+    _check_values(spec)
     if spec.beam < 1:
         raise PluginError(f"--decoders: {text!r}: the beam size must be >= 1")
     block_size = spec.options.get("block_size", 1) if spec.decoding == "oracle" else 1
     if not isinstance(block_size, int) or block_size < 1:
         raise PluginError(f"--decoders: {text!r}: k must be an integer >= 1")
     return spec
+
+
+def _check_values(spec: DecoderSpec):
+    """A one-line error for an option value its decoder's config would refuse (a bad choice, a
+    word for a number), before any model loads."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import ValidationError
+
+    from fairseq_plugins.decoding.registry import DECODERS
+
+    for name, value in spec.options.items():
+        owner = next(e.options for e in DECODERS.values() if name in {f.name for f in fields(e.options)})
+        try:
+            setattr(OmegaConf.structured(owner), name, value)
+        except ValidationError as error:
+            raise PluginError(f"--decoders: {spec.label!r}: {name}: {str(error).splitlines()[0]}") from None
 
 
 def _option_keys(decoding: str) -> Dict[str, str]:
