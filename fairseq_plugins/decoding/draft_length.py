@@ -132,7 +132,11 @@ class MeasuredChoice:
     ``favour`` 1.1 keeps a drafter within 10 % of break-even drafting: the drafted estimate is
     noisy (1 to k tokens per iteration), and without it a drafter paying ~1.25x was switched off
     in a third of the iterations (Multi30k test2016 on a 2-core AVX2 CPU; 8 % with 1.1, as fast
-    as never switching it off).  The guard is for drafters that clearly do not pay.  The favour is
+    as never switching it off).  The favour keeps drafting on, it does not switch it back on
+    (:meth:`drafting_pays`): with it both ways, the demo drafter at ~0.85x of not drafting (Multi30k
+    test2017 on a 2-core AVX-512 AMD EPYC) drafted in ~40 % of the iterations, the choice flipping
+    every few of them, and ran 0.79-0.96x greedy; with the band 0.83-0.99x (9 runs side by side,
+    8 of them faster).  The guard is for drafters that clearly do not pay.  The favour is
     at most drafting's gain (tokens per row and drafted iteration; not drafting gains one): drafts
     that are never accepted (gain 1) can only cost, and their tokens are not noisy; they draft only
     in probes, however close the timings."""
@@ -192,8 +196,12 @@ class MeasuredChoice:
         return self.best and self.measured(True)
 
     def drafting_pays(self) -> bool:
+        """Drafting stays the best choice while its rate times the favour is at least not drafting's, and becomes
+        it again only when its rate alone is: a band, so that a drafter near break-even is not switched on and
+        off by the drift of the estimates (undrafted steps cost more in long sentences, for dozens of iterations)."""
         gain = self.gain()
-        return gain > 1 and self.rate(True) * min(self.favour, gain) >= self.rate(False)
+        favour = min(self.favour, gain) if self.best else 1.0
+        return gain > 1 and self.rate(True) * favour >= self.rate(False)
 
     def choose(self) -> bool:
         """Whether this iteration drafts."""
