@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The Multi30k en->de end-to-end run on a CPU: data -> verifier (also the distillation
-# teacher) -> greedy distillation -> drafter and its sequential head -> SpecDec++ drafter (beam-5 distillation) ->
-# latency/BLEU of every decoder on test2016 ->
-# results table (markdown) and plot; meanwhile, on the second core, the double-token model and
+# The Multi30k en->de end-to-end run on a CPU: data -> verifier (averaged, exported with float16-number weights
+# as the shipped pair's; also the distillation teacher) -> greedy distillation -> drafter and its sequential head ->
+# SpecDec++ drafter (beam-5 distillation) -> latency/BLEU of every decoder on test2016 -> results table (markdown)
+# and plot; meanwhile, on the second core, the double-token model and
 # its same-size single-token baseline train, then are compared side by side (second table).
 #   bash recipes/multi30k-cpu.sh                 # about 3.5 hours on 2 cores (2.5 with SPECDECPP_HOURS=0)
 #   DOUBLE_TOKEN_ORDERS="bidirectional single_l2r single_r2l double_l2r double_r2l" bash recipes/multi30k-cpu.sh
@@ -37,7 +37,10 @@ main() {
   THREADS=${THREADS:-1}; DEVICE=cpu; FP16=0
   DECODERS=${DECODERS:-$("$PYTHON" -c "from fairseq_plugins.bench.decoders import default_decoders as d; print(d())"),oracle,bound}
   if [ "$DRY_RUN" = 1 ]; then NUM_AVG=2; fi
-  VERIFIER=$OUT/verifier/checkpoint_avg$NUM_AVG.pt DATA_BIN=$OUT/bin DATA_SPM=$OUT/spm   # lib/drafter_stages.sh's
+  # the averaged verifier exported with float16-number weights (as the shipped pair's): the teacher, the drafters'
+  # verifier and the latency stage's; the plugin multiplies float16-number weights stored as float16
+  VERIFIER=$OUT/verifier/verifier.pt DATA_BIN=$OUT/bin DATA_SPM=$OUT/spm   # lib/drafter_stages.sh's
+  local averaged=$OUT/verifier/checkpoint_avg$NUM_AVG.pt
   local recipes=$REPO/recipes drafter=$OUT/drafter/checkpoint_best.pt results=$OUT/results/multi30k-test2016
   local with_head=$OUT/drafter/with_head.pt pp_drafter=$OUT/drafter-beam5/checkpoint_best.pt
 
@@ -53,11 +56,12 @@ main() {
     trap "kill_tree $double_token_pid" EXIT   # a failure below does not leave it running
   fi
   log "2/6 verifier (and teacher)"
-  if ! all_exist "$VERIFIER"; then
+  if ! all_exist "$averaged"; then
     SETTING=multi30k-verifier DATA=$OUT/bin SAVE_DIR=$OUT/verifier STOP_TIME_HOURS=$VERIFIER_HOURS \
       THREADS=$THREADS bash "$recipes/train-at.sh"
-    SAVE_DIR=$OUT/verifier NUM_AVG=$NUM_AVG OUTPUT=$VERIFIER bash "$recipes/average-checkpoints.sh"
+    SAVE_DIR=$OUT/verifier NUM_AVG=$NUM_AVG OUTPUT=$averaged bash "$recipes/average-checkpoints.sh"
   fi
+  all_exist "$VERIFIER" || "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$averaged" "$VERIFIER" --fp16
   log "3/6 distillation (greedy: what lossless SpecDec accepts)"
   distill "$OUT/distilled" 1
   log "4/6 drafter"

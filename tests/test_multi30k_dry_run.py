@@ -30,8 +30,11 @@ def test_multi30k_recipe_dry_run(tmp_path):
     assert re.search(r"update 5/5: loss [\d.]+ with the head", proc.stdout)
     assert sorted(path.name for path in (tmp_path / "verifier").glob("checkpoint?.pt")) == ["checkpoint1.pt",
                                                                                        "checkpoint2.pt"]
-    assert (tmp_path / "drafter" / "with_head.pt").exists()  # the drafter the latency stage ran
     table = (tmp_path / "results" / "multi30k-test2016.md").read_text()
+    assert (tmp_path / "drafter" / "with_head.pt").exists()  # the drafter the latency stage ran
+    exported = torch.load(tmp_path / "verifier" / "verifier.pt", map_location="cpu", weights_only=False)
+    assert {t.dtype for t in exported["model"].values() if t.is_floating_point()} == {torch.float16}
+    assert f"`{tmp_path / 'verifier' / 'verifier.pt'}`" in table  # the verifier every row ran
     rows = re.findall(r"^\| (\S+) \| 1 \|", table, re.M)
     assert {"beam1", "beam5", "specdec", "iad", "gs-jacobi", "drafter-only"} <= set(rows)
     specdecpp_drafter = tmp_path / "drafter-beam5" / "checkpoint_best.pt"  # fine-tuned on beam-5 translations
