@@ -19,8 +19,8 @@ DRAFT_LENGTH_HELP = (
     "foretells the next one's failure), fixed for a trained drafter (its drafts fail independently: fixed was "
     "faster on Multi30k valid), and the drafter is skipped in the iterations where "
     "not drafting is measured (tokens per second of whole iterations, re-tried at doubling intervals, a dear "
-    "drafter only as often as its tries lose at most ~3%% of the time) to be more than 10%% faster, or where its "
-    "drafts gain nothing, "
+    "drafter only as often as its tries lose at most ~3%% of the time) to be more than 10%% faster, until "
+    "drafting is measured faster again, or where its drafts gain nothing, "
     "so a drafter that does not pay on this machine and batch size costs little (iteration counts then "
     "depend on timings; the output never does: specdec++, whose output depends on the drafts, is never skipped)"
 )
