@@ -61,7 +61,7 @@ main() {
       THREADS=$THREADS bash "$recipes/train-at.sh"
     SAVE_DIR=$OUT/verifier NUM_AVG=$NUM_AVG OUTPUT=$averaged bash "$recipes/average-checkpoints.sh"
   fi
-  all_exist "$VERIFIER" || "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$averaged" "$VERIFIER" --fp16
+  export_fp16 "$averaged" "$VERIFIER"
   log "3/6 distillation (greedy: what lossless SpecDec accepts)"
   distill "$OUT/distilled" 1
   log "4/6 drafter"

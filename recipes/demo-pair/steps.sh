@@ -47,9 +47,3 @@ finetune_drafter() {
     bash "$REPO/recipes/train-drafter.sh" --finetune-from-model "$init" --cpu-autocast bf16 "$@"
   date > "$dir/finished"
 }
-
-# export_fp16 CHECKPOINT OUT [OPTION...]: the inference-only float16 copy that checkpoints/demo holds; once
-export_fp16() {
-  all_exist "$2" && return
-  "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$1" "$2" --fp16 "${@:3}"
-}

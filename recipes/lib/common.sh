@@ -116,6 +116,13 @@ average_checkpoints() {
   else "$PYTHON" -m fairseq_plugins.scripts.average_checkpoints "$@"; fi
 }
 
+# export_fp16 CHECKPOINT OUT [OPTION...]: the inference-only copy with float16-number weights (as checkpoints/demo's),
+# once (an existing OUT is kept)
+export_fp16() {
+  all_exist "$2" && return
+  "$PYTHON" -m fairseq_plugins.scripts.export_checkpoint "$1" "$2" --fp16 "${@:3}"
+}
+
 # fetch URL DEST: download (curl or wget) to DEST atomically
 fetch() {
   local url=$1 dest=$2
