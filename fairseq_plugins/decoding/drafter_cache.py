@@ -111,10 +111,11 @@ class QueryTable:
         decoder = self.decoder
         device = decoder.embed_tokens.weight.device
         targets = torch.arange(n_positions, device=device)[None, :].expand(batch_size, -1)  # (B, P)
-        x = decoder.embed_scale * decoder.embed_tokens(torch.full_like(targets, decoder.mask_idx))
         if decoder.soft_copy:
             x = drafter_blocks.soft_copy(encoder_out["encoder_embedding"][0], encoder_out["encoder_padding_mask"][0],
-                                         targets, decoder.copy_temperature).to(x)
+                                         targets, decoder.copy_temperature).to(decoder.embed_tokens.weight)
+        else:
+            x = decoder.embed_scale * decoder.embed_tokens(torch.full_like(targets, decoder.mask_idx))
         return embed_at(decoder, x, targets + 2 + decoder.padding_idx)
 
 
