@@ -80,6 +80,37 @@ def test_output_has_every_line_in_input_order(corpus, sharded_run, tiny_checkpoi
     assert same >= 0.95 * len(lines) and len(set(alone)) > len(lines) // 2
 
 
+@pytest.mark.slow
+def test_a_greedy_teacher_decodes_with_the_plugins_greedy_and_beam_ones_output(corpus, tiny_checkpoint, monkeypatch,
+                                                                                capsys):
+    """--beam 1 with one teacher: the plugin's greedy decoder, the translations of fairseq's beam search with beam 1
+    (a small float32 model: no near-tie here); --beam 5, or a teacher it cannot run: fairseq's beam search."""
+    from fairseq_plugins.decoding import incremental
+    from fairseq_plugins.decoding.core import SpeculativeGenerator
+
+    def translator(*extra):
+        return distill.Translator([str(tiny_checkpoint)], distill.get_parser().parse_args(
+            ["--teacher", "t", "--input", "i", "--output", "o", "--device", "cpu", *extra]))
+
+    sources = [line for line in (corpus / "in.txt").read_text().split("\n")[:N_LINES] if 0 < len(line.split()) <= 28]
+    greedy = translator("--beam", "1")
+    assert isinstance(greedy.generator, SpeculativeGenerator)
+    stock = translator("--beam", "1")
+    stock.generator = stock.task.build_generator(stock.models, distill.argparse.Namespace(
+        beam=1, lenpen=1.0, max_len_a=1.2, max_len_b=10, decoding="beam"))
+    assert not isinstance(stock.generator, SpeculativeGenerator)
+    translations = greedy.translate(sources)
+    assert translations == stock.translate(sources) and len(set(translations)) > len(sources) // 2
+    assert not isinstance(translator("--beam", "5").generator, SpeculativeGenerator)
+
+    def unsupported(decoder):
+        raise PluginError("the verifier's decoder is not supported by speculative decoding: adaptive softmax")
+    monkeypatch.setattr(incremental, "check_supported_decoder", unsupported)
+    assert not isinstance(translator("--beam", "1").generator, SpeculativeGenerator)
+    assert "the teacher decodes with fairseq's beam search (the verifier's decoder is not supported" \
+        in capsys.readouterr().err
+
+
 def _chunks_done(work_dir):
     return len(list(work_dir.glob("chunk-*.txt"))) if work_dir.exists() else 0
 
