@@ -157,7 +157,7 @@ class Translator:
         self.generator = teacher_generator(self.task, models, args)
 
     def translate(self, lines):
-        """Best beam hypothesis (preprocessed text) of every line, in input order."""
+        """The best hypothesis (preprocessed text) of every line, in input order."""
         from fairseq_plugins import inference
 
         encoded = [inference.encode(self.src_dict, line) for line in lines]
