@@ -85,7 +85,7 @@ def test_a_greedy_teacher_decodes_with_the_plugins_greedy_and_beam_ones_output(c
                                                                                 capsys):
     """--beam 1 with one teacher: the plugin's greedy decoder, the translations of fairseq's beam search with beam 1
     (a small float32 model: no near-tie here); --beam 5, or a teacher it cannot run: fairseq's beam search."""
-    from fairseq_plugins.decoding import incremental
+    from fairseq_plugins.decoding import builder
     from fairseq_plugins.decoding.core import SpeculativeGenerator
 
     def translator(*extra):
@@ -105,7 +105,7 @@ def test_a_greedy_teacher_decodes_with_the_plugins_greedy_and_beam_ones_output(c
 
     def unsupported(decoder):
         raise PluginError("the verifier's decoder is not supported by speculative decoding: adaptive softmax")
-    monkeypatch.setattr(incremental, "check_supported_decoder", unsupported)
+    monkeypatch.setattr(builder, "check_supported_decoder", unsupported)
     assert not isinstance(translator("--beam", "1").generator, SpeculativeGenerator)
     assert "the teacher decodes with fairseq's beam search (the verifier's decoder is not supported" \
         in capsys.readouterr().err

@@ -9,6 +9,7 @@ import torch
 from fairseq_plugins.decoding import linears, options
 from fairseq_plugins.decoding.acceptance import is_lossless
 from fairseq_plugins.decoding.core import SpeculativeGenerator
+from fairseq_plugins.decoding.incremental import check_supported_decoder
 from fairseq_plugins_compat.errors import PluginError
 
 logger = logging.getLogger(__name__)
@@ -23,6 +24,7 @@ def build_speculative(task, models, args, name, drafter, opts, block_size, beta=
     options.check_models_device(models)
     if len(models) != 1:
         raise PluginError(f"--decoding {name} verifies with one model; got an ensemble of {len(models)}")
+    check_supported_decoder(getattr(models[0], "decoder", None))  # here, not at the first batch's verifier cache
     length = str(opts.draft_length)
     lossless = is_lossless(beta, tau)  # measured: SpecDec++'s output depends on the drafts, so not on timings
     adaptive = length == "adaptive" or (length == "measured" and drafter.failures_persist)

@@ -177,12 +177,10 @@ def teacher_generator(task, models, args):
                                   max_len_b=args.max_len_b, decoding="beam")
     on_cpu = next(models[0].parameters()).device.type == "cpu"
     if args.beam == 1 and len(models) == 1 and on_cpu:
-        from fairseq_plugins.decoding.incremental import check_supported_decoder
         from fairseq_plugins.decoding.registry import DECODERS
 
         greedy = DECODERS["greedy"]
         try:
-            check_supported_decoder(getattr(models[0], "decoder", None))
             return greedy.build(task, models, gen_args, greedy.options())
         except PluginError as error:
             print(f"distill: the teacher decodes with fairseq's beam search ({error})", file=sys.stderr)
