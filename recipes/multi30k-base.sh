@@ -12,7 +12,7 @@
 #       and 32, one thread -> DOC (docs/benchmarks.md), sections base-cpu-b1 and base-cpu-b32
 #   bash recipes/multi30k-base.sh                # on one CPU core ~16 h: the verifier 5-7 h (10-14 min an epoch)
 #   DEVICE=cuda bash recipes/multi30k-base.sh    # trains on a GPU (float16; the paper's 6-layer drafter), times on CPU
-#   DRY_RUN=1 OUT=/tmp/base bash recipes/multi30k-base.sh   # every stage on a tiny slice and tiny models
+#   DRY_RUN=1 OUT=../runs/dry/base bash recipes/multi30k-base.sh   # every stage on a tiny slice and tiny models
 # Extra arguments go to the latency harness (e.g. --device cuda, with SECTION_PREFIX=base-gpu).
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail

@@ -7,7 +7,7 @@
 #   bash recipes/multi30k-cpu.sh                 # about 3.5 hours on 2 cores (2.5 with SPECDECPP_HOURS=0)
 #   DOUBLE_TOKEN_ORDERS="bidirectional single_l2r single_r2l double_l2r double_r2l" bash recipes/multi30k-cpu.sh
 #                                                # all of the double-token paper's systems (~55 min each)
-#   DRY_RUN=1 OUT=/tmp/m30k bash recipes/multi30k-cpu.sh   # every stage on a tiny slice
+#   DRY_RUN=1 OUT=../runs/dry/m30k bash recipes/multi30k-cpu.sh   # every stage on a tiny slice
 #   MORE_SOURCES=2 bash recipes/multi30k-cpu.sh  # the drafter also learns the verifier's translations of 2 passes of
 #                                                # substituted training sources (recipes/distill.sh; ~15 more minutes):
 #                                                # what kept the demo drafter rising in its long fine-tunes

@@ -50,7 +50,7 @@ def test_initialised_encoder_computes_the_verifier_encoder(verifier, initialised
 
 
 def test_naive_weight_copy_would_not_compute_the_same(verifier):
-    """What the brief warns about: same weights, different position table and activation."""
+    """A naive weight copy: same weights, different position table and activation."""
     verifier_model, dictionary = verifier
     naive = BlockDrafterModel.build_model(drafter_args(), DictTask(dictionary)).eval()
     shared = {k: v for k, v in verifier_model.encoder.state_dict().items() if "embed_positions" not in k}

@@ -4,7 +4,7 @@
 # data (7,283), test = dev2010+TEDX.dev2012+tst2010+tst2011+tst2012 in that order (6,750),
 # joint BPE 10K merges; joined dictionary.
 #   bash recipes/data/prepare-iwslt14-deen.sh
-#   DRY_RUN=1 OUT_DIR=/tmp/iwslt-dry bash recipes/data/prepare-iwslt14-deen.sh   # local slice, no network
+#   DRY_RUN=1 OUT_DIR=../runs/dry/iwslt14 bash recipes/data/prepare-iwslt14-deen.sh   # local slice, no network
 # Local copy IWSLT_DIR (used when present, else IWSLT_URL is downloaded):
 #   orig/de-en/train.tags.de-en.{de,en} + orig/de-en/IWSLT14.*.xml    the WIT3 release
 #   iwslt14.tokenized.de-en/tmp/{valid,test}.{de,en}, .../code         fairseq's tokenized output

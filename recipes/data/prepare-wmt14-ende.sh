@@ -3,7 +3,7 @@
 # Commentary v9), Moses tokenization, 32K joint BPE (subword-nmt), newstest2013 valid,
 # newstest2014 (full, 3,003) test; fairseq-preprocess with one joined dictionary.
 #   bash recipes/data/prepare-wmt14-ende.sh
-#   DRY_RUN=1 OUT_DIR=/tmp/wmt14-dry bash recipes/data/prepare-wmt14-ende.sh   # local slice, no network
+#   DRY_RUN=1 OUT_DIR=../runs/dry/wmt14 bash recipes/data/prepare-wmt14-ende.sh   # local slice, no network
 # Local copies (used when present, else downloaded):
 #   TRAIN_DIR/train.{en,de}             the concatenated training corpora (any cleaning is redone)
 #   WMT_DIR/newstest201{3,4}.{en,de}    plain text (else: sacreBLEU's wmt13 / wmt14/full)

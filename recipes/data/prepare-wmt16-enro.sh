@@ -4,7 +4,7 @@
 # Lee et al. 2018 / Mask-Predict that NAT work reports on); Moses tokenization; joint BPE
 # (40K merges as Mask-Predict); fairseq-preprocess with one joined dictionary (serves ro->en too).
 #   bash recipes/data/prepare-wmt16-enro.sh
-#   DRY_RUN=1 OUT_DIR=/tmp/wmt16-dry bash recipes/data/prepare-wmt16-enro.sh   # local slice, no network
+#   DRY_RUN=1 OUT_DIR=../runs/dry/wmt16 bash recipes/data/prepare-wmt16-enro.sh   # local slice, no network
 # Local copies (used when present, else downloaded):
 #   TRAIN_DIR/train.{en,ro}                        concatenated training corpora
 #   WMT_DIR/newsdev2016-enro.{en,ro}, WMT_DIR/newstest2016.{en,ro}   (else: sacreBLEU wmt16/dev, wmt16)

@@ -5,7 +5,7 @@
 # single_l2r.pt and bidirectional.pt. They index the demo pair's dictionary (checkpoints/demo: its sentencepiece
 # model and dict.{en,de}.txt serve both); a DATA whose dictionaries differ is refused in one line.
 #   bash recipes/double-token/ship.sh
-#   SINGLE=path/to/single.pt BIDIRECTIONAL=path/to/bidir.pt OUT_DIR=/tmp/pair bash recipes/double-token/ship.sh
+#   SINGLE=path/to/single.pt BIDIRECTIONAL=path/to/bidir.pt OUT_DIR=../runs/pair bash recipes/double-token/ship.sh
 # Then `bash recipes/double-token/benchmark.sh` times them on test2016 into docs/double-token.md.
 # Every file must stay within MAX_MB MiB (2^20 bytes): a larger one is a one-line error and is not written.
 set -euo pipefail

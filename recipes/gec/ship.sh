@@ -5,7 +5,7 @@
 # `python -m fairseq_plugins.quickstart --model gec` finds them (docs/gec.md, "Ship").
 #   bash recipes/gec/ship.sh                                     # gec-6x6 and gec-12x2, each SAVE_DIR's best
 #   MODELS=gec-6x6 CHECKPOINT_NAME=checkpoint_last.pt bash recipes/gec/ship.sh
-#   MODELS="gec-6x6=path/to/checkpoint_3_6000.pt" OUT_DIR=/tmp/gec bash recipes/gec/ship.sh
+#   MODELS="gec-6x6=path/to/checkpoint_3_6000.pt" OUT_DIR=../runs/gec-models bash recipes/gec/ship.sh
 # Every file must stay within MAX_MB MiB (2^20 bytes, as GitHub counts): a larger one is a one-line error and is not
 # written.
 set -euo pipefail
