@@ -222,17 +222,20 @@ def compare(data, verifier, drafter, sentences, options, decoding, threads, show
     for source, output in list(zip(sentences, fast_out))[:shown]:
         print(f"\nS: {source}\nH: {output}")
     identical = sum(a == b for a, b in zip(stock_out, fast_out))
-    hypotheses = fast.translate_tokens(sentences)
+    stats = getattr(fast.generator, "stats", None)
+    before = (stats.undrafted, stats.loop_iterations) if stats is not None else (0, 0)
+    hypotheses = fast.translate_tokens(sentences)  # one more pass: its iterations are the ones reported
     steps, tokens = [h["steps"] for h in hypotheses], [len(h["tokens"]) for h in hypotheses]
     print(f"\n{len(sentences)} sentences, batch 1, {threads} thread(s), {platform.processor() or platform.machine()}:")
     print(f"  stock fairseq greedy {stock_time:.2f}s   greedy (the plugin's, no drafter) {greedy_time:.2f}s   "
           f"{decoding} {fast_time:.2f}s")
     print(f"  {decoding}: {stock_time / fast_time:.2f}x stock fairseq greedy, {greedy_time / fast_time:.2f}x the "
           f"plugin's greedy; {sum(tokens) / sum(steps):.2f} tokens per iteration (greedy: 1.00)")
-    stats = getattr(fast.generator, "stats", None)
-    if stats is not None and stats.undrafted:  # --draft-length measured skipped drafting where it did not pay
+    undrafted, iterations = (stats.undrafted - before[0], stats.loop_iterations - before[1]) \
+        if stats is not None else (0, 0)
+    if undrafted:  # --draft-length measured skipped drafting where it did not pay
         drafting = "the drafter was skipped" if drafter is not None else "no copy of the input was drafted"
-        print(f"  {drafting} in {stats.undrafted} of {stats.loop_iterations} iterations (--draft-length "
+        print(f"  {drafting} in {undrafted} of {iterations} iterations (--draft-length "
               f"measured times not drafting now and then, and skips drafting where that is faster)")
     same_greedy = sum(a == b for a, b in zip(stock_out, greedy_out))
     print(f"  output identical to stock greedy: {decoding} {identical}/{len(sentences)}, "

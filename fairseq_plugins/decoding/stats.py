@@ -113,5 +113,6 @@ class DecodingStats:
                 f"{s['mean_accepted_per_iteration']:.2f} tokens/iteration; tokens gained per iteration: {s['histogram']}"
             )
         if self.undrafted:
-            logger.info(f"{name}: no draft in {self.undrafted} of {self.loop_iterations} iterations "
-                        "(--draft-length measured: trials that keep timing not drafting, and where that was faster)")
+            logger.info(f"{name}: no draft in {self.undrafted} of {self.loop_iterations} iterations of every batch "
+                        "decoded, repeats included (--draft-length measured: trials that keep timing not drafting, "
+                        "and where that was faster)")
