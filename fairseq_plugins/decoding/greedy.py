@@ -31,8 +31,8 @@ class NoDrafts(Drafter):
         return tokens[:, :0]
 
 
-@register_decoder("greedy", "greedy search on the lean cached verifier (the speculative core drafting nothing: one "
-                            "token per row and iteration), identical to greedy", GreedyOptions)
+@register_decoder("greedy", "greedy search (the output of --beam 1) on the plugin's lean cached verifier: no "
+                            "drafter, one token per row and iteration", GreedyOptions)
 def build_greedy(task, models, args, opts):
     fixed = DraftLengthOptions(draft_length="fixed", verifier_matmul=opts.verifier_matmul)  # no draft to time
     # k = 0: each iteration verifies the pending token alone

@@ -63,7 +63,7 @@ class IADOptions(DraftLengthOptions):
                              "aliases": ("match_length",)})
 
 
-@register_decoder("iad", "input-guided aggressive decoding: draft = copy of the source (GEC), identical to greedy",
+@register_decoder("iad", "input-guided aggressive decoding: draft = copy of the source (GEC), the output of --beam 1",
                   IADOptions)
 def build_iad(task, models, args, opts):
     if opts.iad_match_length < 1:

@@ -102,9 +102,9 @@ def _build(name, block, hybrid):
     return build
 
 
-register_decoder("jacobi", "parallel Jacobi (PJ): the whole output re-predicted per iteration, identical to greedy",
+register_decoder("jacobi", "parallel Jacobi (PJ): the whole output re-predicted per iteration, the output of --beam 1",
                  JacobiOptions)(_build("jacobi", None, hybrid=False))
-register_decoder("gs-jacobi", "parallel GS-Jacobi (PGJ): blocks of --block-size (default 3), identical to greedy",
+register_decoder("gs-jacobi", "parallel GS-Jacobi (PGJ): blocks of --block-size (default 3), the output of --beam 1",
                  JacobiOptions)(_build("gs-jacobi", 3, hybrid=False))
 register_decoder("hybrid-jacobi", "hybrid GS-Jacobi (HGJ): PGJ up to --hybrid-length, then autoregressive",
                  HybridJacobiOptions)(_build("hybrid-jacobi", 3, hybrid=True))

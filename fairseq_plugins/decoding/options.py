@@ -13,38 +13,21 @@ REST_OF_INPUT = 1024  # "k = the rest of the input" (IAD, PJ): a cap on k, longe
 # with up to 1,024 target positions
 
 DRAFT_LENGTH_HELP = (
-    "adaptive: each row drafts up to --block-size tokens, doubling its draft after a fully accepted one "
-    "and shrinking it to (accepted + 1) after a rejection (costs at most ~one greedy step when drafts fail); "
-    "fixed: always --block-size; measured (the default): adaptive for iad and the Jacobi family (a failed draft "
-    "foretells the next one's failure), fixed for a trained drafter (its drafts fail independently: fixed was "
-    "faster on Multi30k valid), and the drafter is skipped in the iterations where "
-    "not drafting is measured (tokens per second of whole iterations, re-tried at doubling intervals, a dear "
-    "drafter only as often as its tries lose at most ~3%% of the time) to be more than 10%% faster, until "
-    "drafting is measured faster again, or where its drafts gain nothing, "
-    "so a drafter that does not pay on this machine and batch size costs little (iteration counts then "
-    "depend on timings; the output never does: specdec++, whose output depends on the drafts, is never skipped)"
+    "how many tokens a row drafts per iteration: fixed: always --block-size; adaptive: twice the last draft after a "
+    "fully accepted one, accepted + 1 after a rejection; measured (the default): adaptive for iad and the Jacobi "
+    "family, fixed for a trained drafter, and drafting is skipped in the iterations where not drafting is measured "
+    "more than 10%% faster (re-tried now and then), so a drafter that does not pay costs little. The output never "
+    "depends on it (specdec++ always drafts). docs/decoding-options.md"
 )
 
 VERIFIER_MATMUL_HELP = (
-    "how the verifier's matrix products run on a CPU (float32 arithmetic, except int8 and bf16): auto (the default): "
-    "weights that are float16 numbers (a checkpoint saved with --fp16 or exported by export_checkpoint --fp16) "
-    "are stored as float16 and widened to float32 in the product (fbgemm, x86: half the bytes read per token, "
-    "the same weights bit for bit), the others as in packed; packed: every weight of 2**17 elements or more "
-    "packed once into oneDNN's float32 layout (2-4x faster for a block than F.linear, which re-arranges the "
-    "weight on every call; one-token products and smaller weights stay F.linear); plain: F.linear, as "
-    "fairseq.  Their results can differ in the last bits (another summation order), as F.linear's own do "
-    "between one token and a block; the parity tests hold for each.  CUDA: always plain.  int8 (x86 CPU, "
-    "float32 verifier): weights of 2**20 elements or more (the output layer, large FFNs) in int8 per output "
-    "channel times each token's input in int8 (its own scale), int32 sums; smaller weights stored as float16.  "
-    "Its output differs from float32's in some sentences (like CTranslate2's int8).  Every row's int8 product is "
-    "computed as if alone, but its input comes from float32 parts (attention, smaller weights) that round a "
-    "block in other last bits than a step, and rounding that input to int8 can magnify such a difference: "
-    "greedy and the lossless drafting decoders with int8 products agreed on all 1,000 test sentences of the "
-    "Multi30k demo pair and differed in 5 of 1,000 at Transformer-base size (docs/benchmarks.md).  bf16 (x86 "
-    "CPU with AVX512-BF16 or AMX, float32 verifier): every product but the output layer's (which runs as in auto: "
-    "float32 logits) with bfloat16 weights and inputs, float32 sums, bfloat16 results (oneDNN); its rows are "
-    "computed apart, so a block's products are a step's, and with AMX a block of up to 16 tokens costs about one "
-    "token's: faster drafting decoders, a slower greedy"
+    "the verifier's matrix products on a CPU (CUDA: plain): auto (the default): weights that are float16 numbers "
+    "(a checkpoint exported with --fp16) stored as float16, float32 math (fbgemm; half the bytes a token reads), the "
+    "others as packed; packed: weights packed once in oneDNN's float32 layout; plain: F.linear, as fairseq; int8: "
+    "large weights in int8 per output channel times int8 inputs per token, int32 sums (x86; some outputs differ "
+    "from float32's, as with CTranslate2's int8); bf16: bfloat16 weights and inputs, float32 sums (AVX512-BF16 or "
+    "AMX; with AMX a block costs about a step). The lossless decoders keep greedy's output in each (but for "
+    "last-bit ties, which the benchmarks count). docs/decoding-options.md"
 )
 
 
@@ -87,15 +70,10 @@ class HeadCandidatesOptions:
     """Decoders that draft with a trained block drafter, which may have a sequential head."""
 
     head_candidates: Optional[int] = field(
-        default=None, metadata={"help": "for a drafter with a sequential head (trained by "
-                                        "fairseq_plugins.scripts.train_sequential_head): the head drafts each token "
-                                        "among the block's N best at its position (the head's products then cost a "
-                                        "few small batched products a block); 0: the head is not used (the block's "
-                                        "own drafts); lossless specdec's output never changes. Default: "
-                                        f"{HEAD_CANDIDATES} for specdec and drafter-only, 0 where a relaxed "
-                                        "acceptance lets the drafts change the output (specdec++, or --beta/--tau): "
-                                        "there the head's drafts lowered BLEU (Multi30k valid: 29.12 against 29.32 "
-                                        "without the head, greedy 29.68)"})
+        default=None, metadata={"help": "with a drafter that has a sequential head: the head drafts each token among "
+                                        "the block's N best at its position; 0: the block's own drafts. Default: "
+                                        f"{HEAD_CANDIDATES} for specdec and drafter-only, 0 for specdec++ and with "
+                                        "--beta/--tau, whose output the drafts change (there the head lowered BLEU)"})
 
 
 def head_candidates(n: Optional[int], lossless: bool) -> int:

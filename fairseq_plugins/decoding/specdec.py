@@ -38,38 +38,27 @@ class SpecDecOptions(DrafterModelOptions):
                                         "(default 0 for specdec, 1.0 for specdec++; high-efficiency preset: "
                                         "--beta 5 --tau 3)"})
     draft_vocab_size: Optional[int] = field(
-        default=None, metadata={"help": "the drafter proposes only among the N most frequent target tokens (the "
-                                        "first N dictionary entries): its output layer costs N/V of the full one; "
-                                        "the output is unchanged (the verifier decides); 0: the whole vocabulary; "
-                                        "default: the fewest entries that make up 95%% of the target dictionary's "
-                                        "counts (the whole vocabulary if it is not sorted by count)",
+        default=None, metadata={"help": "the drafter proposes among the N most frequent target tokens only (the "
+                                        "first N dictionary entries: a cheaper output layer, the same output); 0: "
+                                        "all; default: the entries that make up 95%% of the target dictionary's "
+                                        "counts (all if it is not sorted by count)",
                                 "aliases": ("draft_vocab",)})
     drafter_precision: ChoiceEnum(["auto", "float", "fp16", "int8"]) = field(
-        default="auto", metadata={"help": "the drafter's matrix products (its drafts may differ a little between "
-                                          "these; lossless specdec's output never does): fp16 = weights stored as "
-                                          "float16 (rounded where they are not float16 numbers), float32 inputs, "
-                                          "sums and outputs (fbgemm, x86 CPU): half the bytes a product reads, "
-                                          "which is what a small product costs on a CPU; int8 = int8 weights (per "
-                                          "output channel) and inputs (fbgemm, CPU; weights under 2**17 elements "
-                                          "as fp16, where int8's fixed cost per call is larger): a quarter of the "
-                                          "bytes and, on AVX-512, cheaper sums; float = as loaded (the "
-                                          "verifier's dtype; on a CPU, weights that are float16 numbers stored "
-                                          "as float16, the others packed in oneDNN's float32 layout: the same "
-                                          "numbers); auto (the default): for specdec on a CPU int8 with AVX-512 "
-                                          "(measured faster there), fp16 on other x86 CPUs; float otherwise "
-                                          "(specdec++, whose output depends on the drafts; CUDA)",
+        default="auto", metadata={"help": "the drafter's matrix products on a CPU (lossless specdec's output never "
+                                          "depends on them): int8: int8 weights and inputs (fbgemm; small weights "
+                                          "as fp16); fp16: float16-stored weights, float32 math; float: as loaded; "
+                                          "auto (the default): int8 for specdec on an AVX-512 CPU, fp16 on other "
+                                          "x86 CPUs, float for specdec++ (whose output depends on its drafts) and "
+                                          "on CUDA",
                                   "aliases": ("drafter_dtype",)})
     cuda_graphs: ChoiceEnum(["auto", "on", "off"]) = field(
-        default="auto", metadata={"help": "run each batch-1 drafter call and verifier block on fixed buffers, "
-                                          "replayed as CUDA graphs: one launch instead of ~140 small ones each "
-                                          "(the output is unchanged; docs/benchmarks.md: what it gained on a GPU); "
-                                          "batches of several rows, sources over 128 tokens and outputs that may "
-                                          "pass 256 run the ordinary caches; "
-                                          "auto (the default): on for a float32 pair on CUDA when the pair "
-                                          "allows it (a drafter trained with --prefix-attention causal and "
-                                          "--share-verifier-encoder); on: also with --fp16 (not yet checked on a "
-                                          "GPU) and on a CPU, where the same steps run eagerly (slower; for "
-                                          "checking); off: never"})
+        default="auto", metadata={"help": "replay each batch-1 drafter call and verifier block as a CUDA graph (one "
+                                          "launch instead of ~140; the same output): auto (the default): on for a "
+                                          "float32 pair on CUDA whose drafter allows it (trained with "
+                                          "--prefix-attention causal and --share-verifier-encoder); on: also with "
+                                          "--fp16, and eagerly on a CPU (for checks); off: never. Batches of "
+                                          "several rows, sources over 128 tokens and outputs that may pass 256 run "
+                                          "without graphs"})
 
 
 class BlockDrafter(Drafter):
@@ -279,7 +268,7 @@ def _build_specdec(name):
     return build
 
 
-register_decoder("specdec", "SpecDec: block NAT drafter + AT verifier, identical to greedy", SpecDecOptions,
+register_decoder("specdec", "SpecDec: block NAT drafter + AT verifier, the output of --beam 1", SpecDecOptions,
                  needs_drafter=True)(_build_specdec("specdec"))
 register_decoder("specdec++", "SpecDec++: top-beta/tau relaxed acceptance (default beta=3, tau=1.0)", SpecDecOptions,
                  needs_drafter=True, greedy_equivalent=False,
