@@ -32,10 +32,13 @@ def test_every_substitute_was_seen_between_the_same_neighbours():
 
 
 def test_keeps_the_segmentation_and_is_reproducible():
-    pieces = ["▁a ▁do g ▁run s .", "▁a ▁ma n ▁run s .", "▁a ▁do g ▁sit s ."]
-    new = aug.augment(pieces, copies=3, seed=1)
-    assert new == aug.augment(pieces, copies=3, seed=1)
-    assert set(new) <= {"▁a ▁ma n ▁sit s ."}  # the one sentence the contexts allow that is not an input
+    pieces = ["▁a ▁do g ▁run s .", "▁a ▁ma n ▁run s .", "▁a ▁do g ▁sit s .", "▁the ▁ma n ▁sit s ."]
+    # (n, s) holds ▁run and ▁sit, (<s>, ▁ma) ▁a and ▁the: whole pieces swapped, one a sentence
+    allowed = {"▁a ▁ma n ▁sit s .", "▁the ▁ma n ▁run s ."}
+    runs = [aug.augment(pieces, copies=3, seed=seed) for seed in range(4)]
+    assert all(run and set(run) <= allowed for run in runs)
+    assert set().union(*runs) == allowed
+    assert runs[1] == aug.augment(pieces, copies=3, seed=1)
     assert aug.augment(["▁one ▁line ▁only ."], copies=2) == []  # no context seen twice: nothing new
 
 

@@ -4,6 +4,7 @@ verifier cache), ``--profile`` (one iteration split into encoder / drafter / ver
 accept, in greedy steps), and fairseq's length options reaching every row."""
 import json
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ import torch
 from fairseq_plugins.bench import latency
 from fairseq_plugins.bench.decoders import parse_decoders
 from fairseq_plugins.bench.oracle import OracleDrafter
+from fairseq_plugins.bench.profile import ProfilePass, summarize
 from fairseq_plugins.decoding import linears
 from fairseq_plugins.decoding.drafters import BatchStart
 from fairseq_plugins.decoding.registry import decoder_names
@@ -102,6 +104,20 @@ def test_bound_is_one_lean_verifier_block_that_chooses_the_greedy_output(reverse
     assert blocks == [(len(batch.ids), max(len(greedy[i]) for i in batch.ids)) for batch in batches]
 
 
+def test_profile_summary_counts_seconds_in_greedy_steps_per_iteration():
+    """The units behind the profile table, from given timings (no clock): a greedy step is beam1's total time over
+    its decoder steps (per batch, its longest output), every section and the pass are per profiled iteration."""
+    batches = [SimpleNamespace(ids=[0]), SimpleNamespace(ids=[1])]
+    greedy = {"ids": [0, 1], "iterations": [6, 4], "total_s": 0.5}  # 10 steps: 50 ms a step
+    timed = {"iterations": [2, 3], "total_s": 0.6}
+    found = ProfilePass("specdec", 1, total_s=0.7, iterations=5,
+                        seconds={"encoder": 0.05, "drafter": 0.1, "verifier": 0.4, "accept": 0.05})
+    entry = summarize(found, timed, greedy, batches)  # an iteration: 5 x 50 ms = 0.25 s
+    expected = {"greedy_step_ms": 50.0, "iterations": 5, "greedy_steps_per_iteration": 2.0, "encoder": 0.2,
+                "drafter": 0.4, "verifier": 1.6, "accept": 0.2, "other": 0.4, "profiled": 2.8, "measured": 2.4}
+    assert {name: entry[name] for name in expected} == pytest.approx(expected)
+
+
 def test_profile_splits_one_iteration_into_its_parts(profiled):
     _, result = profiled
     rows = rows_by_decoder(result)
@@ -110,11 +126,8 @@ def test_profile_splits_one_iteration_into_its_parts(profiled):
     greedy = rows["beam1"]
     for label, entry in entries.items():
         parts = [entry[name] for name in ("encoder", "drafter", "verifier", "accept")]
-        assert all(part > 0 for part in parts) and 0 <= entry["other"] < 0.5 * entry["profiled"], entry
+        assert all(part > 0 for part in parts) and entry["other"] >= 0, entry  # the sections lie within the pass
         assert sum(parts) + entry["other"] == pytest.approx(entry["profiled"])
-        # the timed pass is another pass (on a loaded 2-core machine, a few iterations): the same cost
-        # within a factor 4 (a unit error would be 1000)
-        assert 0.25 < sum(parts) / entry["measured"] < 4.0, entry
         assert entry["iterations"] == sum(rows[label]["iterations"])  # batch size 1: per sentence
         assert entry["greedy_step_ms"] == pytest.approx(1000 * greedy["total_s"] / sum(greedy["iterations"]))
         # the identity behind the table: speedup vs greedy (total) = greedy steps per iteration / measured

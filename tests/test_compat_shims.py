@@ -276,10 +276,11 @@ def test_hydra_plugin_scan_works_without_find_module(monkeypatch):
     assert hasattr(FileFinder, "find_module")
     import hydra.core.plugins as plugins
     from hydra.core.plugins import Plugins
-    from hydra.plugins.search_path_plugin import SearchPathPlugin
+    from hydra._internal.core_plugins.basic_launcher import BasicLauncher
+    from hydra.plugins.launcher import Launcher
 
     monkeypatch.setattr(plugins.Singleton, "_instances", {})  # scan afresh, with the shim
-    assert Plugins.instance().discover(SearchPathPlugin) is not None
+    assert BasicLauncher in Plugins.instance().discover(Launcher)  # the scan found hydra's own plugins
 
 
 def test_find_module_is_given_back_at_interpreter_start_not_when_hydra_is_imported():

@@ -85,7 +85,8 @@ def test_bf16_without_cpu_support_is_refused_before_training_but_not_when_loadin
     ARCH_CONFIG_REGISTRY[args.arch](args)
     with pytest.raises(PluginError, match="no bfloat16 kernels"):
         task.build_model(args)
-    assert task.build_model(args, from_checkpoint=True) is not None
+    loaded = task.build_model(args, from_checkpoint=True)
+    assert type(loaded) is type(_model) and all(p.dtype == torch.float32 for p in loaded.parameters())
 
 
 @pytest.mark.slow

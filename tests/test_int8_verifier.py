@@ -124,12 +124,13 @@ DRAFTERS = {  # name -> (drafter for a seed, block size)
 }
 
 
-@pytest.mark.parametrize("min_elements", [0, None], ids=["all-int8", "default-split"])
+@pytest.mark.parametrize("min_elements", [0, None], ids=["all-int8", "default-threshold"])
 @pytest.mark.parametrize("src_lengths", [[7], [5, 2, 9, 1, 6]], ids=["b1", "b5"])
 @pytest.mark.parametrize("seed", range(3))
 def test_drafting_decoders_give_int8_greedys_output(monkeypatch, seed, src_lengths, min_elements):
     """specdec, iad, gs-jacobi and a random drafter with int8 products == greedy with int8 products, token for
-    token (the tiny verifier's weights are all under the default size: ``all-int8`` runs them in int8)."""
+    token (the tiny verifier's weights are all under the default size: ``all-int8`` runs them in int8,
+    ``default-threshold`` through the int8 mode's float16 fallback)."""
     if min_elements is not None:
         monkeypatch.setattr(linears, "ROW_INT8_MIN_ELEMENTS", min_elements)
     verifier = build_verifier(DICT, seed=seed)

@@ -114,7 +114,10 @@ def test_drafter_with_another_dictionary_is_rejected(reverse_data, tiny_checkpoi
     proc = run_cli("fairseq-generate", reverse_data, *PLUGIN, "--path", tiny_checkpoint, "--drafter-path", other_drafter,
                    "--decoding", "specdec", "--gen-subset", "test", check=False)
     assert proc.returncode != 0
-    assert "dictionar" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    sizes = re.search(r"dictionary sizes differ: drafter (\d+), verifier (\d+)", proc.stderr)
+    assert "error: drafter and verifier are incompatible" in proc.stderr, proc.stderr[-3000:]
+    assert sizes and int(sizes[1]) > int(sizes[2]), proc.stderr[-3000:]  # its corpus has the more words
+    assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.slow
