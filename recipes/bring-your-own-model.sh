@@ -88,7 +88,13 @@ main() {
       REMOVE_BPE=sentencepiece DEVICE=$DEVICE FP16=$FP16 WARMUP=$BENCH_WARMUP MAX_SENTENCES=$MAX_SENTENCES \
       OUT_PREFIX=$results bash "$REPO/recipes/benchmark-latency.sh" "$@" > /dev/null
   fi
-  log "results: $results.md $results.png"
+  if [ "$DRY_RUN" = 1 ]; then
+    grep -q '^\*\*Dry run' "$results.md" \
+      || sed -i "1i **Dry run** (${DRY_LINES:-200} lines, a tiny drafter): this table checks that the chain runs;\\
+its speeds and BLEU say nothing of your model.\n" "$results.md"
+    log "results: $results.md $results.png"
+    log "dry run done: every stage ran. The real run: the same command without DRY_RUN=1, with another OUT"
+  else log "results: $results.md $results.png (rows: docs/benchmarks.md, How to read the tables)"; fi
 }
 
 # check_all_inputs: one line naming every missing input (checkpoint, model, dictionaries, raw files)
@@ -116,7 +122,8 @@ read_verifier() {
   rm -f "$err"
   eval "$facts"
   if [ -n "$VERIFIER_SRC$VERIFIER_TGT" ] && [ "$VERIFIER_SRC-$VERIFIER_TGT" != "$SRC-$TGT" ]; then
-    die "SRC=$SRC TGT=$TGT, but $VERIFIER translates $VERIFIER_SRC->$VERIFIER_TGT: use its language suffixes"
+    die "SRC=$SRC TGT=$TGT, but $VERIFIER translates $VERIFIER_SRC->$VERIFIER_TGT: set SRC=$VERIFIER_SRC" \
+      "TGT=$VERIFIER_TGT (RAW's files and the dictionaries take those suffixes)"
   fi
   log "verifier: $VERIFIER_ARCH, $VERIFIER_ENC_LAYERS+$VERIFIER_DEC_LAYERS layers, dim $VERIFIER_EMBED_DIM," \
       "ffn $VERIFIER_FFN_DIM, $VERIFIER_HEADS heads, $VERIFIER_MPARAMS M parameters, shared embeddings: $VERIFIER_SHARE"

@@ -91,11 +91,13 @@ def test_end_to_end_dry_run_then_every_stage_skipped(user_model, tmp_path):
     for row in ("specdec", "iad"):  # lossless: no output differs from greedy
         assert re.search(rf"^\| {re.escape(row)} \| .* \| 0 \|$", table, re.M), table
     assert (out / "results" / "latency-test.png").read_bytes()[:4] == b"\x89PNG"
+    assert table.startswith("**Dry run** (200 lines") and "dry run done" in log  # not to be read as results
     assert not (tmp_path / "runs").exists()  # OUT given: nothing under RUNS
     rc, rerun = run(RECIPE, env, timeout=300, cwd=tmp_path)
     assert rc == 0, rerun[-3000:]
     for done in ("distilled corpus exists", "drafter trained already", "latency table exists"):
         assert done in rerun
+    assert (out / "results" / "latency-test.md").read_text().count("**Dry run**") == 1  # marked once
     assert "fairseq_cli.train" not in rerun and "fairseq_cli.preprocess" not in rerun
     # a real run into the dry run's OUT would take its tiny outputs for finished stages: refused in one line
     rc, real = run(RECIPE, {**env, "DRY_RUN": "0"}, timeout=300, cwd=tmp_path)
@@ -126,7 +128,9 @@ def missing_input_cases(inputs, tmp_path):
         "verifier file": ({"VERIFIER": str(tmp_path / "nope.pt")}, f"VERIFIER={tmp_path}/nope.pt"),
         "spm model": ({"SPM_MODEL": str(tmp_path / "nope.model")}, f"SPM_MODEL={tmp_path}/nope.model"),
         "dictionary": ({"DICT_DIR": str(half_dicts)}, f"DICT_DIR/dict.tgt.txt={half_dicts}/dict.tgt.txt"),
-        "raw test file": ({"RAW": str(no_test_tgt)}, f"RAW/test.tgt={no_test_tgt}/test.tgt"),
+        "raw test file": ({"RAW": str(no_test_tgt)}, f"RAW/test.tgt={no_test_tgt}/test.tgt (RAW holds: test.src "
+                                                     "train.src train.tgt valid.src valid.tgt; it needs "
+                                                     "{train,valid,test}.{src,tgt}"),
         "raw unset": ({"RAW": ""}, "RAW (not set)"),
         "languages": ({"SRC": "", "TGT": ""}, "SRC (not set); TGT (not set)"),
     }
@@ -143,6 +147,23 @@ def test_missing_input_is_one_line_naming_it(user_model, tmp_path, case):
     assert len(log.strip().splitlines()) == 1, log
     assert "ERROR: missing input(s): " in log and expected in log, log
     assert not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_swapped_languages_are_one_line_saying_which_to_set(tmp_path):
+    """The shipped en->de verifier given SRC=de TGT=en (every input present under those names)."""
+    demo = REPO / "checkpoints" / "demo"
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for split in ("train", "valid", "test"):
+        for lang in ("en", "de"):
+            (raw / f"{split}.{lang}").write_text("A dog runs.\n")
+    env = {"VERIFIER": str(demo / "verifier.pt"), "SPM_MODEL": str(demo / "sentencepiece.model"),
+           "DICT_DIR": str(demo), "RAW": str(raw), "SRC": "de", "TGT": "en", "OUT": str(tmp_path / "out"),
+           "DRY_RUN": "1"}
+    rc, log = run(RECIPE, env, timeout=120)
+    assert rc == 1 and len(log.strip().splitlines()) == 1, log
+    assert "SRC=de TGT=en, but" in log and "translates en->de: set SRC=en TGT=de" in log, log
+    assert not (tmp_path / "out").exists()
 
 
 def test_every_missing_input_named_at_once(user_model, tmp_path):

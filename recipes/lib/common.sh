@@ -57,14 +57,15 @@ need_fairseq() {
 all_exist() { local f; for f in "$@"; do [ -s "$f" ] || return 1; done; }
 
 # check_inputs NAME=FILE...: die with ONE line naming every missing or empty FILE (by its NAME;
-# an empty FILE: "NAME (not set)")
+# an empty FILE: "NAME (not set)"), then INPUTS_HINT if set
 check_inputs() {
   local item missing=()
   for item in "$@"; do
     if [ -z "${item#*=}" ]; then missing+=("${item%%=*} (not set)")
     elif [ ! -s "${item#*=}" ]; then missing+=("$item"); fi
   done
-  [ ${#missing[@]} = 0 ] || die "missing input(s): $(IFS=';'; echo "${missing[*]}" | sed 's/;/; /g')"
+  [ ${#missing[@]} = 0 ] \
+    || die "missing input(s): $(IFS=';'; echo "${missing[*]}" | sed 's/;/; /g')${INPUTS_HINT:-}"
 }
 
 # load_setting: recipes/settings/$SETTING.sh sourced when SETTING is set; an unknown name is one line listing them

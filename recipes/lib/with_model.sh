@@ -25,9 +25,16 @@ with_model_inputs() {
     WITH_MODEL_INPUTS+=("${DICT_DIR:+DICT_DIR/}dict.$SRC.txt=$SRC_DICT" "${DICT_DIR:+DICT_DIR/}dict.$TGT.txt=$TGT_DICT")
   else WITH_MODEL_INPUTS+=("DICT_DIR="); fi
   if [ -z "$RAW" ]; then WITH_MODEL_INPUTS+=("RAW="); return; fi
+  local missing=0
   for split in "${WITH_MODEL_SPLITS[@]}"; do for lang in "$SRC" "$TGT"; do
     WITH_MODEL_INPUTS+=("RAW/$split.$lang=$RAW/$split.$lang")
+    [ -s "$RAW/$split.$lang" ] || missing=1
   done; done
+  if [ "$missing" = 1 ] && [ -d "$RAW" ]; then
+    local held; held=$(find "$RAW" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort | head -n 8 | paste -sd ' ' -)
+    INPUTS_HINT=" (RAW holds: ${held:-nothing}; it needs {$(IFS=,; echo "${WITH_MODEL_SPLITS[*]}")}.{$SRC,$TGT}: \
+line-aligned text as it was before sentencepiece, not tokenized)"
+  fi
 }
 
 # with_model_check_fit: dies with one line when a sentencepiece model does not fit its dictionary
