@@ -20,7 +20,9 @@ main() {
   GLANCE_START=${GLANCE_START:-0.5}; GLANCE_END=${GLANCE_END:-0.3}   # annealed linearly over
   GLANCE_ANNEAL_UPDATES=${GLANCE_ANNEAL_UPDATES:-0}                  # these updates (0: MAX_UPDATE)
   export TASK=speculative_translation ARCH=${ARCH:-block_drafter}
-  [ "$DRY_RUN" = 1 ] && export DRY_ARCH=block_drafter_tiny BLOCK_SIZE=4
+  # a dry run's drafter keeps one epoch file (its best and last are what the recipes read; each carries the
+  # verifier's encoder)
+  [ "$DRY_RUN" = 1 ] && export DRY_ARCH=block_drafter_tiny BLOCK_SIZE=4 DRY_KEEP_LAST_EPOCHS=1
   local init=() valid=()
   if [ -n "$VERIFIER" ]; then
     [ -s "$VERIFIER" ] || die "VERIFIER=$VERIFIER does not exist"
