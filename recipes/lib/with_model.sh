@@ -31,8 +31,13 @@ with_model_inputs() {
     [ -s "$RAW/$split.$lang" ] || missing=1
   done; done
   if [ "$missing" = 1 ] && [ -d "$RAW" ]; then
-    local held; held=$(find "$RAW" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort | head -n 8 | paste -sd ' ' -)
-    INPUTS_HINT=" (RAW holds: ${held:-nothing}; it needs {$(IFS=,; echo "${WITH_MODEL_SPLITS[*]}")}.{$SRC,$TGT}: \
+    local file listed="" count=0
+    for file in "$RAW"/*; do
+      if [ -e "$file" ]; then count=$((count + 1)); fi
+      if [ -e "$file" ] && [ "$count" -le 8 ]; then listed+=" ${file##*/}"; fi
+    done
+    if [ "$count" -gt 8 ]; then listed+=" ..."; fi
+    INPUTS_HINT=" (RAW holds:${listed:- nothing}; it needs {$(IFS=,; echo "${WITH_MODEL_SPLITS[*]}")}.{$SRC,$TGT}: \
 line-aligned text as it was before sentencepiece, not tokenized)"
   fi
 }
