@@ -33,8 +33,9 @@ with_model_inputs() {
   if [ "$missing" = 1 ] && [ -d "$RAW" ]; then
     local file listed="" count=0
     for file in "$RAW"/*; do
-      if [ -e "$file" ]; then count=$((count + 1)); fi
-      if [ -e "$file" ] && [ "$count" -le 8 ]; then listed+=" ${file##*/}"; fi
+      [ -e "$file" ] || continue   # an empty folder's unmatched glob
+      count=$((count + 1))
+      if [ "$count" -le 8 ]; then listed+=" ${file##*/}"; fi
     done
     if [ "$count" -gt 8 ]; then listed+=" ..."; fi
     INPUTS_HINT=" (RAW holds:${listed:- nothing}; it needs {$(IFS=,; echo "${WITH_MODEL_SPLITS[*]}")}.{$SRC,$TGT}: \
