@@ -5,13 +5,18 @@ Each ``patch_*`` function is called by the post-import hook of
 version that needs it and is a no-op elsewhere.  docs/compatibility.md lists each with its reason.
 """
 import argparse
+import atexit
 import errno
 import importlib
 import importlib.util
 import logging
 import os
+import queue
 import sys
+import threading
+import time
 import types
+import weakref
 
 import torch
 
@@ -269,6 +274,57 @@ def patch_distributed_utils(module):
         return result
 
     module.distributed_main = distributed_main
+
+
+# -- the thread that makes the next batches ---------------------------------------------------
+
+_PREFETCHERS = weakref.WeakSet()  # fairseq's BackgroundConsumer threads, each with its ``stop_making`` event
+
+
+def _until_stopped(source, stopped: threading.Event):
+    """``source``'s items until ``stopped`` is set (checked before each item is made)."""
+    iterator = iter(source)
+    while not stopped.is_set():
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        yield item
+
+
+def stop_prefetching(timeout: float = 30.0):
+    """Stop every live batch-making thread and wait for it: each finishes the batch it is making and ends (the
+    batches in its queue are dropped, so that a full queue cannot hold it)."""
+    deadline = time.monotonic() + timeout
+    for thread in list(_PREFETCHERS):
+        thread.stop_making.set()
+    for thread in list(_PREFETCHERS):
+        while thread.is_alive() and time.monotonic() < deadline:
+            try:
+                while True:
+                    thread._queue.get_nowait()
+            except queue.Empty:
+                pass
+            thread.join(0.05)
+
+
+def patch_iterators(module):
+    """fairseq's ``BufferedIterator`` makes the next batches in a daemon thread. A process that ended while that
+    thread was inside a torch call (fairseq-train stopping at --max-update before the queue had filled: a short run
+    on a small corpus) aborted after its training had finished and its checkpoint was saved: the interpreter ends
+    such a thread with pthread_exit, which unwinds through torch's C++ frames ("terminate called without an active
+    exception", exit 134). At exit each such thread now finishes its batch and ends first."""
+    if not is_fairseq_0_12():
+        return
+    original_init = module.BackgroundConsumer.__init__
+
+    def __init__(self, queue, source, max_len, cuda_device):
+        self.stop_making = threading.Event()
+        original_init(self, queue, _until_stopped(source, self.stop_making), max_len, cuda_device)
+        _PREFETCHERS.add(self)
+
+    module.BackgroundConsumer.__init__ = __init__
+    atexit.register(stop_prefetching)
 
 
 # -- fairseq-score ---------------------------------------------------------------------------

@@ -153,6 +153,7 @@ def install():
                 "fairseq.trainer": _run_patch("patch_trainer"),
                 "fairseq.tasks.translation": _run_patch("patch_translation"),
                 "fairseq.data.dictionary": _run_patch("patch_dictionary"),
+                "fairseq.data.iterators": _run_patch("patch_iterators"),
                 "fairseq.models.fairseq_model": _run_patch("patch_fairseq_model"),
                 "fairseq.modules.transformer_layer": _run_patch("patch_transformer_layer"),
                 "fairseq.models.distributed_fairseq_model": _run_patch("patch_distributed_model"),

@@ -225,6 +225,47 @@ def test_cpu_ddp_ignores_device_ids(tmp_path):
         dist.destroy_process_group()
 
 
+# -- 4b. the thread that makes the next batches, at exit ---------------------------------------
+
+SLOW_BATCHES = """
+import torch
+from fairseq.data.iterators import BufferedIterator
+
+class SlowBatches:
+    made = 0
+    def __len__(self):
+        return 1000
+    def __iter__(self):
+        a = torch.randn(400, 400)
+        for i in range(1000):
+            for _ in range(20):
+                a = torch.tanh(a @ a)  # the GIL released inside torch, as in a collate
+            SlowBatches.made += 1
+            yield i
+"""
+
+
+def test_a_process_that_exits_while_batches_are_being_made_exits_cleanly():
+    """Without the shim the interpreter ends the daemon thread inside a torch call: abort, exit 134."""
+    code = SLOW_BATCHES + "print(next(iter(BufferedIterator(5, SlowBatches()))))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "0\n", "")
+
+
+def test_stopping_the_batch_thread_ends_it_after_its_current_batch_with_the_queue_full():
+    namespace = {}
+    exec(SLOW_BATCHES, namespace)
+    batches = namespace["BufferedIterator"](1, namespace["SlowBatches"]())
+    assert next(batches) == 0
+    thread = batches._consumer
+    while batches._queue.qsize() < 1:  # the queue full: the thread waits to put the next batch
+        thread.join(0.01)
+    patches.stop_prefetching()
+    assert not thread.is_alive()
+    assert namespace["SlowBatches"].made < 5
+
+
 # -- 5. fairseq-score with sacrebleu 2.x --------------------------------------------------------
 
 def test_score_shim_needed_for_sacrebleu_2():
