@@ -10,7 +10,8 @@
 #       weights), beside the sentencepiece model and dictionaries: OUT/pair is laid out as checkpoints/demo
 #   5/5 the latency tables: recipes/benchmark-demo.sh on OUT/pair, every row side by side on test2016 at batch 1
 #       and 32, one thread -> DOC (docs/benchmarks.md), sections base-cpu-b1 and base-cpu-b32
-#   bash recipes/multi30k-base.sh                # on one CPU core ~16 h: the verifier 5-7 h (10-14 min an epoch)
+#   bash recipes/multi30k-base.sh                # one CPU core with AMX: ~16 h, the verifier 5-7 h (10-14 min an
+#                                                # epoch); without AMX (AVX512-BF16) 20-25 min an epoch
 #   DEVICE=cuda bash recipes/multi30k-base.sh    # trains on a GPU (float16; the paper's 6-layer drafter), times on CPU
 #   DRY_RUN=1 OUT=../runs/dry/base bash recipes/multi30k-base.sh   # every stage on a tiny slice and tiny models
 # Extra arguments go to the latency harness (e.g. --device cuda, with SECTION_PREFIX=base-gpu).
