@@ -318,9 +318,9 @@ def patch_iterators(module):
         return
     original_init = module.BackgroundConsumer.__init__
 
-    def __init__(self, queue, source, max_len, cuda_device):
+    def __init__(self, batches, source, max_len, cuda_device):
         self.stop_making = threading.Event()
-        original_init(self, queue, _until_stopped(source, self.stop_making), max_len, cuda_device)
+        original_init(self, batches, _until_stopped(source, self.stop_making), max_len, cuda_device)
         _PREFETCHERS.add(self)
 
     module.BackgroundConsumer.__init__ = __init__
