@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 import types
-import weakref
 
 import torch
 
@@ -278,9 +277,6 @@ def patch_distributed_utils(module):
 
 # -- the thread that makes the next batches ---------------------------------------------------
 
-_PREFETCHERS = weakref.WeakSet()  # fairseq's BackgroundConsumer threads, each with its ``stop_making`` event
-
-
 def _until_stopped(source, stopped: threading.Event):
     """``source``'s items until ``stopped`` is set (checked before each item is made)."""
     iterator = iter(source)
@@ -296,9 +292,10 @@ def stop_prefetching(timeout: float = 30.0):
     """Stop every live batch-making thread and wait for it: each finishes the batch it is making and ends (the
     batches in its queue are dropped, so that a full queue cannot hold it)."""
     deadline = time.monotonic() + timeout
-    for thread in list(_PREFETCHERS):
+    threads = [thread for thread in threading.enumerate() if hasattr(thread, "stop_making")]  # patched consumers
+    for thread in threads:
         thread.stop_making.set()
-    for thread in list(_PREFETCHERS):
+    for thread in threads:
         while thread.is_alive() and time.monotonic() < deadline:
             try:
                 while True:
@@ -321,7 +318,6 @@ def patch_iterators(module):
     def __init__(self, batches, source, max_len, cuda_device):
         self.stop_making = threading.Event()
         original_init(self, batches, _until_stopped(source, self.stop_making), max_len, cuda_device)
-        _PREFETCHERS.add(self)
 
     module.BackgroundConsumer.__init__ = __init__
     atexit.register(stop_prefetching)
